@@ -1,0 +1,328 @@
+//! Unit tests with explicit times, and a property test against a plain
+//! `HashMap` model. Every step is followed by an invariant check.
+
+use super::*;
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+fn members(v: &[(&[u8], u64)]) -> Vec<Vec<u8>> {
+    v.iter().map(|(m, _)| m.to_vec()).collect()
+}
+
+#[test]
+fn add_then_expire_at_the_millisecond_edge() {
+    let mut s = XSet::new();
+    assert_eq!(s.add(b"a", 1000, Presence::Any, Compare::Any, 0), AddOutcome::Added);
+    s.check_invariants();
+    assert!(s.contains(b"a", 999));
+    assert!(!s.contains(b"a", 1000), "a deadline equal to now has passed");
+    assert_eq!(s.live_len(999), 1);
+    assert_eq!(s.live_len(1000), 0);
+    assert_eq!(s.len(), 1, "lazy: still stored until drained");
+}
+
+#[test]
+fn readding_refreshes_and_counts_once() {
+    let mut s = XSet::new();
+    assert_eq!(s.add(b"a", 100, Presence::Any, Compare::Any, 0), AddOutcome::Added);
+    assert_eq!(s.add(b"a", 200, Presence::Any, Compare::Any, 0), AddOutcome::Updated);
+    assert_eq!(s.add(b"a", 200, Presence::Any, Compare::Any, 0), AddOutcome::Unchanged);
+    s.check_invariants();
+    assert_eq!(s.deadline_of(b"a"), Some(200));
+    assert_eq!(s.len(), 1);
+}
+
+#[test]
+fn conditions_follow_zadd() {
+    let mut s = XSet::new();
+    let any = Presence::Any;
+    assert_eq!(s.add(b"a", 100, Presence::OnlyExisting, Compare::Any, 0), AddOutcome::Skipped);
+    assert_eq!(s.add(b"a", 100, Presence::OnlyNew, Compare::Any, 0), AddOutcome::Added);
+    assert_eq!(s.add(b"a", 300, Presence::OnlyNew, Compare::Any, 0), AddOutcome::Skipped);
+    assert_eq!(s.add(b"a", 50, any, Compare::Greater, 0), AddOutcome::Skipped);
+    assert_eq!(s.add(b"a", 150, any, Compare::Greater, 0), AddOutcome::Updated);
+    assert_eq!(s.add(b"a", 200, any, Compare::Less, 0), AddOutcome::Skipped);
+    assert_eq!(s.add(b"a", 120, any, Compare::Less, 0), AddOutcome::Updated);
+    // GT/LT never stop a new member.
+    assert_eq!(s.add(b"b", 10, any, Compare::Greater, 0), AddOutcome::Added);
+    s.check_invariants();
+    // No deadline counts as infinitely far.
+    assert_eq!(s.persist(b"b", 0), PersistOutcome::Persisted);
+    assert_eq!(s.add(b"b", 10_000, any, Compare::Greater, 0), AddOutcome::Skipped);
+    assert_eq!(s.add(b"b", 10_000, any, Compare::Less, 0), AddOutcome::Updated);
+    s.check_invariants();
+}
+
+#[test]
+fn expired_member_behaves_as_absent() {
+    let mut s = XSet::new();
+    s.add(b"a", 100, Presence::Any, Compare::Any, 0);
+    // Re-adding after expiry counts as new, with the new deadline only.
+    assert_eq!(s.add(b"a", 500, Presence::Any, Compare::Any, 200), AddOutcome::Added);
+    assert_eq!(s.deadline_of(b"a"), Some(500));
+    // XX does not see an expired member.
+    s.add(b"b", 100, Presence::Any, Compare::Any, 0);
+    assert_eq!(s.add(b"b", 900, Presence::OnlyExisting, Compare::Any, 200), AddOutcome::Skipped);
+    // REM of an expired member reports 0 but reclaims it.
+    assert!(!s.remove(b"b", 200));
+    assert_eq!(s.deadline_of(b"b"), None);
+    s.check_invariants();
+}
+
+#[test]
+fn removed_member_never_gets_its_old_deadline_back() {
+    let mut s = XSet::new();
+    s.add(b"a", 1000, Presence::Any, Compare::Any, 0);
+    assert!(s.remove(b"a", 0));
+    s.add(b"a", 50, Presence::Any, Compare::Any, 0);
+    assert_eq!(s.deadline_of(b"a"), Some(50));
+    s.check_invariants();
+}
+
+#[test]
+fn past_deadline_removes_or_ignores() {
+    let mut s = XSet::new();
+    s.add(b"a", 1000, Presence::Any, Compare::Any, 0);
+    assert_eq!(s.add(b"a", 10, Presence::Any, Compare::Any, 20), AddOutcome::Removed);
+    assert_eq!(s.add(b"z", 10, Presence::Any, Compare::Any, 20), AddOutcome::Ignored);
+    assert!(s.is_empty());
+    s.check_invariants();
+}
+
+#[test]
+fn expire_codes_follow_hexpire() {
+    let mut s = XSet::new();
+    let now = 100;
+    assert_eq!(s.expire(b"x", 500, ExpireCondition::Always, now), ExpireOutcome::NoMember);
+    s.add(b"a", 1000, Presence::Any, Compare::Any, now);
+    assert_eq!(s.expire(b"a", 500, ExpireCondition::NoDeadline, now), ExpireOutcome::ConditionNotMet);
+    assert_eq!(s.expire(b"a", 500, ExpireCondition::HasDeadline, now), ExpireOutcome::Set);
+    assert_eq!(s.expire(b"a", 400, ExpireCondition::Greater, now), ExpireOutcome::ConditionNotMet);
+    assert_eq!(s.expire(b"a", 600, ExpireCondition::Greater, now), ExpireOutcome::Set);
+    assert_eq!(s.persist(b"a", now), PersistOutcome::Persisted);
+    assert_eq!(s.persist(b"a", now), PersistOutcome::NoDeadline);
+    assert_eq!(s.expire(b"a", 600, ExpireCondition::Greater, now), ExpireOutcome::ConditionNotMet);
+    assert_eq!(s.expire(b"a", 700, ExpireCondition::NoDeadline, now), ExpireOutcome::Set);
+    assert_eq!(s.expire(b"a", 50, ExpireCondition::Always, now), ExpireOutcome::Removed);
+    assert_eq!(s.persist(b"a", now), PersistOutcome::NoMember);
+    s.check_invariants();
+}
+
+#[test]
+fn drain_returns_due_members_and_next_deadline() {
+    let mut s = XSet::new();
+    for (i, d) in [30u64, 10, 20, 40, 50].iter().enumerate() {
+        s.add(format!("m{i}").as_bytes(), *d, Presence::Any, Compare::Any, 0);
+    }
+    let (gone, next) = s.drain_expired(30, 2);
+    assert_eq!(gone, vec![b"m1".to_vec().into(), b"m2".to_vec().into()]);
+    assert_eq!(next, Some(30), "the budget stopped before m0");
+    s.check_invariants();
+    let (gone, next) = s.drain_expired(30, 100);
+    assert_eq!(gone.len(), 1);
+    assert_eq!(next, Some(40));
+    s.persist(b"m3", 30);
+    s.persist(b"m4", 30);
+    assert_eq!(s.drain_expired(u64::MAX - 1, 100), (vec![], None));
+    s.check_invariants();
+}
+
+#[test]
+fn iterates_by_deadline_both_ways() {
+    let mut s = XSet::new();
+    s.add(b"c", 300, Presence::Any, Compare::Any, 0);
+    s.add(b"a", 100, Presence::Any, Compare::Any, 0);
+    s.add(b"b", 200, Presence::Any, Compare::Any, 0);
+    s.add(b"p", 250, Presence::Any, Compare::Any, 0);
+    s.persist(b"p", 0);
+    let fwd: Vec<_> = s.iter_live(100, false).collect();
+    assert_eq!(members(&fwd), vec![b"b".to_vec(), b"c".to_vec(), b"p".to_vec()]);
+    let rev: Vec<_> = s.iter_live(100, true).collect();
+    assert_eq!(members(&rev), vec![b"p".to_vec(), b"c".to_vec(), b"b".to_vec()]);
+    assert_eq!(rev[0].1, NO_DEADLINE);
+}
+
+#[test]
+fn pop_soonest_caps_length() {
+    let mut s = XSet::new();
+    for i in 0..10u64 {
+        s.add(&i.to_be_bytes(), 100 + i, Presence::Any, Compare::Any, 0);
+    }
+    let gone = s.pop_soonest(3);
+    assert_eq!(gone.len(), 3);
+    assert_eq!(&*gone[0], &0u64.to_be_bytes());
+    assert_eq!(s.len(), 7);
+    s.check_invariants();
+}
+
+#[test]
+fn scan_returns_stable_members_once_while_others_churn() {
+    let mut s = XSet::new();
+    for i in 0..100u32 {
+        s.add(format!("k{i}").as_bytes(), 1000 + u64::from(i), Presence::Any, Compare::Any, 0);
+    }
+    let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut cursor = 0;
+    let mut round = 0u64;
+    loop {
+        let (next, batch) = s.scan(cursor, 7, 0);
+        for (m, _) in batch {
+            *seen.entry(m.to_vec()).or_default() += 1;
+        }
+        // Churn: change deadlines of stable members, add and remove others.
+        round += 1;
+        s.expire(b"k5", 5000 + round, ExpireCondition::Always, 0);
+        s.add(format!("new{round}").as_bytes(), 9000, Presence::Any, Compare::Any, 0);
+        s.remove(format!("new{}", round.saturating_sub(1)).as_bytes(), 0);
+        s.check_invariants();
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    for i in 0..100 {
+        assert_eq!(seen.get(format!("k{i}").as_bytes()), Some(&1), "k{i} seen once");
+    }
+}
+
+#[test]
+fn slab_shrinks_when_emptied() {
+    let mut s = XSet::new();
+    for i in 0..50u32 {
+        s.add(&i.to_le_bytes(), 10, Presence::Any, Compare::Any, 0);
+    }
+    let (gone, next) = s.drain_expired(10, usize::MAX);
+    assert_eq!((gone.len(), next), (50, None));
+    assert!(s.is_empty());
+    assert_eq!(s.slots.len(), 0);
+    s.check_invariants();
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add(u8, u64, u8, u8),
+    Remove(u8),
+    Expire(u8, u64, u8),
+    Persist(u8),
+    Drain(usize),
+    Tick(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u8..24, 1u64..200, 0u8..3, 0u8..3).prop_map(|(m, t, p, c)| Op::Add(m, t, p, c)),
+        2 => (0u8..24).prop_map(Op::Remove),
+        2 => (0u8..24, 0u64..200, 0u8..5).prop_map(|(m, t, c)| Op::Expire(m, t, c)),
+        1 => (0u8..24).prop_map(Op::Persist),
+        1 => (0usize..5).prop_map(Op::Drain),
+        2 => (0u64..40).prop_map(Op::Tick),
+    ]
+}
+
+fn key(m: u8) -> Vec<u8> {
+    // Mixed lengths, including the empty member.
+    vec![b'm'; m as usize % 5].into_iter().chain([m]).skip(usize::from(m == 0)).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn behaves_like_a_hashmap(ops in prop::collection::vec(op(), 1..120)) {
+        let mut s = XSet::new();
+        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut now = 0u64;
+        for op in ops {
+            let live = |model: &HashMap<Vec<u8>, u64>, k: &Vec<u8>, now: u64| {
+                model.get(k).copied().filter(|&d| d > now)
+            };
+            match op {
+                Op::Add(m, ttl, p, c) => {
+                    let k = key(m);
+                    let d = now + ttl;
+                    let presence = [Presence::Any, Presence::OnlyNew, Presence::OnlyExisting][p as usize];
+                    let compare = [Compare::Any, Compare::Greater, Compare::Less][c as usize];
+                    let cur = live(&model, &k, now);
+                    let expect = match cur {
+                        Some(_) if presence == Presence::OnlyNew => AddOutcome::Skipped,
+                        Some(c) if !compare.allows(c, d) => AddOutcome::Skipped,
+                        Some(c) if c == d => AddOutcome::Unchanged,
+                        Some(_) => { model.insert(k.clone(), d); AddOutcome::Updated }
+                        None if presence == Presence::OnlyExisting => AddOutcome::Skipped,
+                        None => { model.insert(k.clone(), d); AddOutcome::Added }
+                    };
+                    prop_assert_eq!(s.add(&k, d, presence, compare, now), expect);
+                }
+                Op::Remove(m) => {
+                    let k = key(m);
+                    let was = live(&model, &k, now).is_some();
+                    model.remove(&k);
+                    prop_assert_eq!(s.remove(&k, now), was);
+                }
+                Op::Expire(m, t, c) => {
+                    let k = key(m);
+                    let d = now + t;
+                    let cond = [ExpireCondition::Always, ExpireCondition::NoDeadline,
+                        ExpireCondition::HasDeadline, ExpireCondition::Greater,
+                        ExpireCondition::Less][c as usize];
+                    let expect = match live(&model, &k, now) {
+                        None => ExpireOutcome::NoMember,
+                        Some(cur) => {
+                            let ok = match cond {
+                                ExpireCondition::Always => true,
+                                ExpireCondition::NoDeadline => cur == NO_DEADLINE,
+                                ExpireCondition::HasDeadline => cur != NO_DEADLINE,
+                                ExpireCondition::Greater => d > cur,
+                                ExpireCondition::Less => d < cur,
+                            };
+                            if !ok { ExpireOutcome::ConditionNotMet }
+                            else if d <= now { model.remove(&k); ExpireOutcome::Removed }
+                            else { model.insert(k.clone(), d); ExpireOutcome::Set }
+                        }
+                    };
+                    prop_assert_eq!(s.expire(&k, d, cond, now), expect);
+                }
+                Op::Persist(m) => {
+                    let k = key(m);
+                    let expect = match live(&model, &k, now) {
+                        None => PersistOutcome::NoMember,
+                        Some(NO_DEADLINE) => PersistOutcome::NoDeadline,
+                        Some(_) => { model.insert(k.clone(), NO_DEADLINE); PersistOutcome::Persisted }
+                    };
+                    prop_assert_eq!(s.persist(&k, now), expect);
+                }
+                Op::Drain(limit) => {
+                    let (gone, next) = s.drain_expired(now, limit);
+                    let mut due: Vec<(u64, Vec<u8>)> = model.iter()
+                        .filter(|&(_, &d)| d <= now).map(|(k, &d)| (d, k.clone())).collect();
+                    due.sort();
+                    prop_assert_eq!(gone.len(), due.len().min(limit));
+                    for g in &gone {
+                        prop_assert!(model.get(&**g).is_some_and(|&d| d <= now));
+                        model.remove(&**g);
+                    }
+                    let model_next = model.values().copied().filter(|&d| d != NO_DEADLINE).min();
+                    prop_assert_eq!(next, model_next);
+                }
+                Op::Tick(dt) => now += dt,
+            }
+            s.check_invariants();
+            // Observable state agrees with the model at this instant.
+            let mut want: Vec<(Vec<u8>, u64)> = model.iter()
+                .filter(|&(_, &d)| d > now).map(|(k, &d)| (k.clone(), d)).collect();
+            want.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+            let mut got: Vec<(Vec<u8>, u64)> = s.iter_live(now, false).map(|(m, d)| (m.to_vec(), d)).collect();
+            prop_assert!(got.windows(2).all(|w| w[0].1 <= w[1].1), "deadline order");
+            got.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(s.live_len(now), want.len());
+            for m in 0..24u8 {
+                let k = key(m);
+                prop_assert_eq!(s.contains(&k, now), live(&model, &k, now).is_some());
+            }
+            let mut rev: Vec<_> = s.iter_live(now, true).map(|(m, d)| (m.to_vec(), d)).collect();
+            rev.reverse();
+            let fwd: Vec<_> = s.iter_live(now, false).map(|(m, d)| (m.to_vec(), d)).collect();
+            prop_assert_eq!(rev, fwd);
+        }
+    }
+}
