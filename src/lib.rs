@@ -1,1 +1,243 @@
+//! xset: a Redis module adding a set whose members each expire on their own.
+//!
+//! This file only registers things: the data type, the commands with their
+//! flags and key specs, and the server hooks. The pure core lives in
+//! [`xset`], command parsing and replies in [`commands`], and every `unsafe`
+//! line in [`ffi`].
+
+pub mod commands;
+pub mod errors;
+pub mod ffi;
+pub mod stats;
 pub mod xset;
+
+use commands::{add, read, write};
+use ffi::type_methods::XSET_TYPE;
+use ffi::{CommandDoc, KeyAccess};
+use redis_module::{Context, RedisString, Status, redis_module};
+
+/// Rust allocations go through Redis's allocator so that `INFO memory`,
+/// `MEMORY USAGE` and `maxmemory` see them; unit tests run without a server
+/// and use the system allocator.
+#[cfg(not(test))]
+mod allocator {
+    pub type Chosen = redis_module::alloc::RedisAlloc;
+    pub const CHOSEN: Chosen = redis_module::alloc::RedisAlloc;
+}
+#[cfg(test)]
+mod allocator {
+    pub type Chosen = std::alloc::System;
+    pub const CHOSEN: Chosen = std::alloc::System;
+}
+
+const fn doc(
+    name: &'static str,
+    arity: i32,
+    access: KeyAccess,
+    summary: &'static str,
+    complexity: &'static str,
+) -> CommandDoc {
+    CommandDoc {
+        name,
+        arity,
+        summary,
+        complexity,
+        access,
+    }
+}
+
+/// What `COMMAND INFO`/`DOCS` report; the handlers and flags are in the
+/// `redis_module!` list below and must name the same commands.
+const DOCS: [CommandDoc; 15] = [
+    doc(
+        "xset.add",
+        -4,
+        KeyAccess::Write,
+        "Adds members, each with its own TTL",
+        "O(k log n) for k members",
+    ),
+    doc(
+        "xset.has",
+        3,
+        KeyAccess::Read,
+        "Tells whether a member is live",
+        "O(1)",
+    ),
+    doc(
+        "xset.mhas",
+        -3,
+        KeyAccess::Read,
+        "Tells whether each member is live",
+        "O(k)",
+    ),
+    doc(
+        "xset.members",
+        -2,
+        KeyAccess::Read,
+        "Lists live members by deadline",
+        "O(log n + offset + count)",
+    ),
+    doc(
+        "xset.rem",
+        -3,
+        KeyAccess::Write,
+        "Removes members",
+        "O(k log n)",
+    ),
+    doc(
+        "xset.card",
+        2,
+        KeyAccess::Read,
+        "Counts live members",
+        "O(1)",
+    ),
+    doc(
+        "xset.ttl",
+        -3,
+        KeyAccess::Read,
+        "Seconds left for members",
+        "O(k)",
+    ),
+    doc(
+        "xset.pttl",
+        -3,
+        KeyAccess::Read,
+        "Milliseconds left for members",
+        "O(k)",
+    ),
+    doc(
+        "xset.expiretime",
+        -3,
+        KeyAccess::Read,
+        "Deadlines of members in Unix seconds",
+        "O(k)",
+    ),
+    doc(
+        "xset.pexpiretime",
+        -3,
+        KeyAccess::Read,
+        "Deadlines of members in Unix milliseconds",
+        "O(k)",
+    ),
+    doc(
+        "xset.expire",
+        -6,
+        KeyAccess::Write,
+        "Sets members' TTL in seconds",
+        "O(k log n)",
+    ),
+    doc(
+        "xset.pexpire",
+        -6,
+        KeyAccess::Write,
+        "Sets members' TTL in milliseconds",
+        "O(k log n)",
+    ),
+    doc(
+        "xset.expireat",
+        -6,
+        KeyAccess::Write,
+        "Sets members' deadline in Unix seconds",
+        "O(k log n)",
+    ),
+    doc(
+        "xset.pexpireat",
+        -6,
+        KeyAccess::Write,
+        "Sets members' deadline in Unix milliseconds",
+        "O(k log n)",
+    ),
+    doc(
+        "xset.persist",
+        -5,
+        KeyAccess::Write,
+        "Removes members' deadlines",
+        "O(k log n)",
+    ),
+];
+
+const SCAN_DOC: CommandDoc = doc(
+    "xset.scan",
+    -3,
+    KeyAccess::Read,
+    "Iterates live members with a cursor",
+    "O(1) per call, O(n) for a full iteration",
+);
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    if let Err(e) = ffi::check_server_api() {
+        ctx.log_warning(&e);
+        return Status::Err;
+    }
+    ffi::handle_io_errors(ctx);
+    for d in DOCS.iter().chain([&SCAN_DOC]) {
+        if let Err(e) = ffi::set_command_info(ctx, d) {
+            ctx.log_warning(&format!("xset: {e}"));
+            return Status::Err;
+        }
+    }
+    if let Err(e) = ffi::subscribe_clock(ctx) {
+        ctx.log_warning(&format!("xset: {e}"));
+        return Status::Err;
+    }
+    #[cfg(feature = "fault-injection")]
+    if fault_injection::register(ctx) != Status::Ok {
+        return Status::Err;
+    }
+    Status::Ok
+}
+
+#[cfg(feature = "fault-injection")]
+mod fault_injection {
+    use redis_module::{Context, Status, raw};
+    use std::ffi::CString;
+    use std::os::raw::c_int;
+
+    /// Registers `XSET.DEBUG-PANIC` (test builds only).
+    pub fn register(context: &Context) -> Status {
+        fn inner(ctx: *mut raw::RedisModuleCtx) -> c_int {
+            redis_module::redis_command!(
+                ctx,
+                "xset.debug-panic",
+                crate::handler!(crate::commands::debug_panic),
+                "readonly",
+                0,
+                0,
+                0,
+                ""
+            );
+            raw::Status::Ok as c_int
+        }
+        if inner(context.get_raw()) == raw::Status::Ok as c_int {
+            Status::Ok
+        } else {
+            Status::Err
+        }
+    }
+}
+
+redis_module! {
+    name: "xset",
+    version: 1,
+    allocator: (allocator::Chosen, allocator::CHOSEN),
+    data_types: [XSET_TYPE],
+    init: init,
+    commands: [
+        ["xset.add", handler!(add::xset_add), "write deny-oom", 1, 1, 1, ""],
+        ["xset.has", handler!(read::xset_has), "readonly fast", 1, 1, 1, ""],
+        ["xset.mhas", handler!(read::xset_mhas), "readonly fast", 1, 1, 1, ""],
+        ["xset.members", handler!(read::xset_members), "readonly", 1, 1, 1, ""],
+        ["xset.rem", handler!(write::xset_rem), "write fast", 1, 1, 1, ""],
+        ["xset.card", handler!(read::xset_card), "readonly fast", 1, 1, 1, ""],
+        ["xset.ttl", handler!(read::xset_ttl), "readonly fast", 1, 1, 1, ""],
+        ["xset.pttl", handler!(read::xset_pttl), "readonly fast", 1, 1, 1, ""],
+        ["xset.expiretime", handler!(read::xset_expiretime), "readonly fast", 1, 1, 1, ""],
+        ["xset.pexpiretime", handler!(read::xset_pexpiretime), "readonly fast", 1, 1, 1, ""],
+        ["xset.expire", handler!(write::xset_expire), "write fast", 1, 1, 1, ""],
+        ["xset.pexpire", handler!(write::xset_pexpire), "write fast", 1, 1, 1, ""],
+        ["xset.expireat", handler!(write::xset_expireat), "write fast", 1, 1, 1, ""],
+        ["xset.pexpireat", handler!(write::xset_pexpireat), "write fast", 1, 1, 1, ""],
+        ["xset.persist", handler!(write::xset_persist), "write fast", 1, 1, 1, ""],
+        ["xset.scan", handler!(read::xset_scan), "readonly", 1, 1, 1, ""],
+    ],
+}

@@ -65,7 +65,10 @@ fn match_class(pattern: &[u8], mut p: usize, c: u8) -> Option<usize> {
             matched |= pattern[p + 1] == c;
             p += 2;
         } else if p + 2 < pattern.len() && pattern[p + 1] == b'-' && pattern[p + 2] != b']' {
-            let (lo, hi) = (pattern[p].min(pattern[p + 2]), pattern[p].max(pattern[p + 2]));
+            let (lo, hi) = (
+                pattern[p].min(pattern[p + 2]),
+                pattern[p].max(pattern[p + 2]),
+            );
             matched |= (lo..=hi).contains(&c);
             p += 3;
         } else {

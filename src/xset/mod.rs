@@ -22,12 +22,13 @@
 //! `now_ms`. A member is *live* at `now_ms` when its deadline is strictly
 //! greater than `now_ms`; [`NO_DEADLINE`] means it never expires.
 
+pub mod encoding;
 mod glob;
 
 pub use glob::glob_match;
 
-use hashbrown::HashTable;
 use hashbrown::DefaultHashBuilder;
+use hashbrown::HashTable;
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::ops::Bound;
@@ -86,10 +87,11 @@ pub enum AddOutcome {
     Unchanged,
     /// A condition stopped the write; nothing changed.
     Skipped,
-    /// The deadline was not after `now_ms`: a present member was removed.
+    /// The deadline was not after `now_ms`: the stored member (live, or
+    /// expired but not yet reclaimed) was removed.
     Removed,
-    /// The deadline was not after `now_ms` and the member was absent: nothing
-    /// changed.
+    /// The deadline was not after `now_ms` and the member was not stored:
+    /// nothing changed.
     Ignored,
 }
 
@@ -164,7 +166,10 @@ impl Default for XSet {
 impl std::fmt::Debug for XSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_map()
-            .entries(self.iter_all().map(|(m, d)| (String::from_utf8_lossy(m), d)))
+            .entries(
+                self.iter_all()
+                    .map(|(m, d)| (String::from_utf8_lossy(m), d)),
+            )
             .finish()
     }
 }
@@ -195,7 +200,11 @@ impl XSet {
 
     /// Number of members live at `now_ms`. O(log n + expired).
     pub fn live_len(&self, now_ms: u64) -> usize {
-        self.len - self.by_deadline.range(..(now_ms.saturating_add(1), 0)).count()
+        self.len
+            - self
+                .by_deadline
+                .range(..(now_ms.saturating_add(1), 0))
+                .count()
     }
 
     /// Total bytes of all members, for memory accounting. O(1).
@@ -302,10 +311,11 @@ impl XSet {
         });
         let slots = &self.slots;
         let hasher = &self.hasher;
-        self.table.insert_unique(hash, slot, |&s| match &slots[s as usize] {
-            Some(e) => hasher.hash_one(&*e.member),
-            None => unreachable!("slot {s} indexed but vacant"),
-        });
+        self.table
+            .insert_unique(hash, slot, |&s| match &slots[s as usize] {
+                Some(e) => hasher.hash_one(&*e.member),
+                None => unreachable!("slot {s} indexed but vacant"),
+            });
         self.by_deadline.insert((deadline_ms, slot));
         self.len += 1;
         self.member_bytes += member.len();
@@ -386,12 +396,15 @@ impl XSet {
                     return AddOutcome::Skipped;
                 }
                 if deadline_ms <= now_ms {
-                    if let Some((slot, _)) = stale {
-                        // An expired member is treated as absent, so adding
-                        // it already past due just reclaims it.
-                        self.remove_slot(slot);
-                    }
-                    return AddOutcome::Ignored;
+                    // An expired member is treated as absent, so adding it
+                    // already past due just reclaims it.
+                    return match stale {
+                        Some((slot, _)) => {
+                            self.remove_slot(slot);
+                            AddOutcome::Removed
+                        }
+                        None => AddOutcome::Ignored,
+                    };
                 }
                 match stale {
                     Some((slot, _)) => self.reindex(slot, deadline_ms),
@@ -402,13 +415,13 @@ impl XSet {
         }
     }
 
-    /// Removes `member`; returns whether it was live at `now_ms`. An expired
-    /// member is removed too but reported as absent. O(log n).
-    pub fn remove(&mut self, member: &[u8], now_ms: u64) -> bool {
-        match self.find_slot(member) {
-            Some(slot) => self.remove_slot(slot).deadline_ms > now_ms,
-            None => false,
-        }
+    /// Removes `member` whether or not it has expired and returns the
+    /// deadline it had; `None` when it was not stored. A caller reports the
+    /// member as removed only if that deadline is after its `now_ms`.
+    /// O(log n).
+    pub fn remove(&mut self, member: &[u8]) -> Option<u64> {
+        let slot = self.find_slot(member)?;
+        Some(self.remove_slot(slot).deadline_ms)
     }
 
     /// Sets the deadline of a live member under `condition`. A deadline not
@@ -553,15 +566,24 @@ impl XSet {
             let e = self.entry(s);
             bytes += e.member.len();
             assert_eq!(self.find_slot(&e.member), Some(s), "member findable");
-            assert!(self.by_deadline.contains(&(e.deadline_ms, s)), "indexed by deadline");
+            assert!(
+                self.by_deadline.contains(&(e.deadline_ms, s)),
+                "indexed by deadline"
+            );
         }
         assert_eq!(bytes, self.member_bytes, "member bytes");
         for (s, slot) in self.slots.iter().enumerate() {
             if slot.is_none() {
-                assert!(self.free.contains(&(s as u32)), "vacant slot {s} on free list");
+                assert!(
+                    self.free.contains(&(s as u32)),
+                    "vacant slot {s} on free list"
+                );
             }
         }
-        assert!(self.slots.last().is_none_or(Option::is_some), "no trailing vacancy");
+        assert!(
+            self.slots.last().is_none_or(Option::is_some),
+            "no trailing vacancy"
+        );
     }
 }
 

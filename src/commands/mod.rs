@@ -1,0 +1,182 @@
+//! The command layer: each command parses its arguments, runs the core, then
+//! propagates, notifies and replies. This file holds what they share: the
+//! panic guard, key access with lazy reclaim, propagation and events.
+//!
+//! Rules every command keeps:
+//! - everything is parsed and validated before a key is opened, so a
+//!   rejected command changes nothing;
+//! - on a primary, touching a key first reclaims its due members and
+//!   propagates that as `XSET.REM`; replicas and loaders never delete on
+//!   their own clock (they run writes with `now_ms = 0`, so nothing is due)
+//!   and hide expired members on reads;
+//! - writes are propagated in absolute form (`PXAT`), never as typed;
+//! - a set that becomes empty is deleted, with a `del` event.
+
+pub mod add;
+pub mod parse;
+pub mod read;
+pub mod write;
+
+use crate::errors;
+use crate::ffi::type_methods::XSET_TYPE;
+use crate::ffi::{Clock, clock};
+use crate::stats;
+use crate::xset::XSet;
+use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// At most this many due members are reclaimed when a command touches a
+/// key; any rest stays hidden from replies and is left to later touches, so
+/// one command never stalls the server on a huge backlog.
+pub const LAZY_RECLAIM_LIMIT: usize = 1024;
+
+/// A command body: the context, all arguments (name first), the clock.
+pub type Body = fn(&Context, &[RedisString], Clock) -> RedisResult;
+
+/// Runs `body`, turning a panic into an `ERR` reply so that it never crosses
+/// into Redis.
+pub fn guard(ctx: &Context, args: Vec<RedisString>, body: Body) -> RedisResult {
+    let clock = clock(ctx);
+    catch_unwind(AssertUnwindSafe(|| body(ctx, &args, clock))).unwrap_or_else(|_| {
+        ctx.log_warning("xset: a bug was caught in a command; the server keeps running");
+        Err(RedisError::Str(errors::INTERNAL))
+    })
+}
+
+/// Builds the registered handler for a command body.
+#[macro_export]
+macro_rules! handler {
+    ($body:path) => {
+        |ctx: &redis_module::Context, args: Vec<redis_module::RedisString>| {
+            $crate::commands::guard(ctx, args, $body)
+        }
+    };
+}
+
+/// Fails with Redis's arity error unless `args.len()` is at least `min`.
+/// Redis checks the registered arity first; this covers the shapes it cannot
+/// express.
+pub fn check_arity(args: &[RedisString], min: usize, name: &str) -> Result<(), RedisError> {
+    if args.len() < min {
+        return Err(errors::arity(name));
+    }
+    Ok(())
+}
+
+/// Replicates `cmd key parts...` to replicas and the AOF.
+pub fn propagate(ctx: &Context, cmd: &str, key: &RedisString, parts: &[&[u8]]) {
+    let mut argv: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
+    argv.push(key.as_slice());
+    argv.extend_from_slice(parts);
+    ctx.replicate(cmd, argv.as_slice());
+}
+
+/// Replicates the removal of `members` as one `XSET.REM`.
+pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &RedisString, members: &[M]) {
+    if members.is_empty() {
+        return;
+    }
+    let parts: Vec<&[u8]> = members.iter().map(AsRef::as_ref).collect();
+    propagate(ctx, "XSET.REM", key, &parts);
+}
+
+/// Emits the module-class keyspace event `event` for `key`.
+pub fn notify(ctx: &Context, event: &str, key: &RedisString) {
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+}
+
+/// Reclaims up to [`LAZY_RECLAIM_LIMIT`] due members of `set` and
+/// propagates and notifies their removal. Primary only.
+fn reclaim(ctx: &Context, key: &RedisString, set: &mut XSet, now_ms: u64) {
+    let (gone, _) = set.drain_expired(now_ms, LAZY_RECLAIM_LIMIT);
+    if gone.is_empty() {
+        return;
+    }
+    stats::record_lazy(gone.len());
+    propagate_rem(ctx, key, &gone);
+    notify(ctx, "xset.expired", key);
+}
+
+/// Opens `key` for writing and runs `body` on its set: an empty set when the
+/// key is absent (stored afterwards only if `body` left members in it). On a
+/// primary, due members are reclaimed first. A set left empty is deleted.
+pub fn with_write(
+    ctx: &Context,
+    key: &RedisString,
+    clock: Clock,
+    body: impl FnOnce(&mut XSet) -> RedisResult,
+) -> RedisResult {
+    let handle = ctx.open_key_writable(key);
+    let existing = handle
+        .get_value::<XSet>(&XSET_TYPE)
+        .map_err(|_| RedisError::WrongType)?;
+    let existed = existing.is_some();
+    let mut fresh = XSet::new();
+    let set: &mut XSet = match existing {
+        Some(set) => {
+            if clock.primary {
+                reclaim(ctx, key, set, clock.now_ms);
+            }
+            set
+        }
+        None => &mut fresh,
+    };
+    let reply = body(set);
+    let empty = set.is_empty();
+    if existed && empty {
+        handle.delete()?;
+        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
+    } else if !existed && !empty {
+        handle.set_value(&XSET_TYPE, fresh)?;
+    }
+    reply
+}
+
+/// Runs `body` on the set at `key` (`None` when absent), read-only. On a
+/// primary, a key with due members is first reclaimed through
+/// [`with_write`]; elsewhere expired members stay and the core's `now_ms`
+/// filters hide them.
+pub fn with_read(
+    ctx: &Context,
+    key: &RedisString,
+    clock: Clock,
+    body: impl FnOnce(Option<&XSet>) -> RedisResult,
+) -> RedisResult {
+    {
+        let handle = ctx.open_key(key);
+        let set = handle
+            .get_value::<XSet>(&XSET_TYPE)
+            .map_err(|_| RedisError::WrongType)?;
+        let due = clock.primary
+            && set
+                .and_then(XSet::next_deadline)
+                .is_some_and(|d| d <= clock.now_ms);
+        if !due {
+            return body(set);
+        }
+    }
+    with_write(ctx, key, clock, |_| Ok(RedisValue::NoReply))?;
+    let handle = ctx.open_key(key);
+    body(
+        handle
+            .get_value::<XSet>(&XSET_TYPE)
+            .map_err(|_| RedisError::WrongType)?,
+    )
+}
+
+/// An integer reply from a count.
+pub fn int(n: usize) -> RedisValue {
+    RedisValue::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// A bulk reply holding `bytes`.
+pub fn bulk(bytes: &[u8]) -> RedisValue {
+    RedisValue::StringBuffer(bytes.to_vec())
+}
+
+#[cfg(feature = "fault-injection")]
+/// `XSET.DEBUG-PANIC`: panics inside a command body, in test builds only,
+/// so the tests can prove that no panic crosses into Redis.
+pub fn debug_panic(_ctx: &Context, _args: &[RedisString], _clock: Clock) -> RedisResult {
+    panic!("fault injected by XSET.DEBUG-PANIC");
+}

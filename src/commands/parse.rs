@@ -1,0 +1,137 @@
+//! Argument parsing shared by every command: strict integers (Redis's
+//! `string2ll` rules), keywords, the `MEMBERS n ...` block, and the
+//! conversion of a typed time into an absolute deadline. Parsing never
+//! touches a key: a command that fails here has changed nothing.
+
+use crate::errors::{self, err};
+use crate::xset::MAX_DEADLINE_MS;
+use redis_module::{RedisError, RedisString};
+
+/// Parses a signed 64-bit integer exactly as Redis does: optional `-`, no
+/// `+`, no spaces, no leading zeros.
+pub fn parse_i64(bytes: &[u8]) -> Result<i64, RedisError> {
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    let well_formed = match digits {
+        [] => false,
+        [b'0'] => bytes.len() == 1,
+        [first, rest @ ..] => (b'1'..=b'9').contains(first) && rest.iter().all(u8::is_ascii_digit),
+    };
+    if !well_formed {
+        return Err(err(errors::NOT_INTEGER));
+    }
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| err(errors::NOT_INTEGER))
+}
+
+/// Whether `arg` is the keyword `kw`, in any case.
+pub fn is(arg: &RedisString, kw: &str) -> bool {
+    arg.as_slice().eq_ignore_ascii_case(kw.as_bytes())
+}
+
+/// Parses `MEMBERS n m1 .. mn` starting at `args[pos]`, which must run to
+/// the end of the command.
+pub fn members_block(args: &[RedisString], pos: usize) -> Result<&[RedisString], RedisError> {
+    if pos >= args.len() || !is(&args[pos], "MEMBERS") {
+        return Err(err(errors::SYNTAX));
+    }
+    let Some(count) = args.get(pos + 1) else {
+        return Err(err(errors::SYNTAX));
+    };
+    let count = parse_i64(count.as_slice())?;
+    if count <= 0 {
+        return Err(err(errors::MEMBERS_COUNT_POSITIVE));
+    }
+    let rest = &args[pos + 2..];
+    if rest.len() as u64 != count as u64 {
+        return Err(err(errors::MEMBERS_COUNT_MISMATCH));
+    }
+    Ok(rest)
+}
+
+/// How a typed time is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// Seconds from now (`EX`, the default).
+    Seconds,
+    /// Milliseconds from now (`PX`).
+    Millis,
+    /// A Unix time in seconds (`EXAT`).
+    UnixSeconds,
+    /// A Unix time in milliseconds (`PXAT`).
+    UnixMillis,
+}
+
+/// Converts a typed time into an absolute deadline in Unix milliseconds.
+/// Returns `None` when it overflows or exceeds [`MAX_DEADLINE_MS`]; a
+/// negative or zero value yields a deadline not after `now_ms` (the caller
+/// decides whether that is an error or a removal).
+pub fn to_deadline(value: i64, unit: TimeUnit, now_ms: u64) -> Option<u64> {
+    let ms = match unit {
+        TimeUnit::Seconds | TimeUnit::UnixSeconds => value.checked_mul(1000)?,
+        TimeUnit::Millis | TimeUnit::UnixMillis => value,
+    };
+    let deadline = match unit {
+        TimeUnit::Seconds | TimeUnit::Millis => (now_ms as i64).checked_add(ms)?,
+        TimeUnit::UnixSeconds | TimeUnit::UnixMillis => ms,
+    };
+    if deadline > MAX_DEADLINE_MS as i64 {
+        return None;
+    }
+    Some(deadline.max(0) as u64)
+}
+
+/// Parses a TTL for `XSET.ADD`: it must be positive and not overflow.
+pub fn add_deadline(arg: &RedisString, unit: TimeUnit, now_ms: u64) -> Result<u64, RedisError> {
+    let value = parse_i64(arg.as_slice())?;
+    if value <= 0 {
+        return Err(errors::invalid_expire("xset.add"));
+    }
+    to_deadline(value, unit, now_ms).ok_or_else(|| errors::invalid_expire("xset.add"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_follow_string2ll() {
+        assert_eq!(parse_i64(b"0").ok(), Some(0));
+        assert_eq!(parse_i64(b"-12").ok(), Some(-12));
+        assert_eq!(parse_i64(b"9223372036854775807").ok(), Some(i64::MAX));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b"01",
+            b"-0",
+            b" 1",
+            b"1 ",
+            b"1.5",
+            b"9223372036854775808",
+        ] {
+            assert!(
+                parse_i64(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn deadlines_convert_and_overflow() {
+        assert_eq!(to_deadline(2, TimeUnit::Seconds, 1000), Some(3000));
+        assert_eq!(to_deadline(2, TimeUnit::Millis, 1000), Some(1002));
+        assert_eq!(to_deadline(2, TimeUnit::UnixSeconds, 1000), Some(2000));
+        assert_eq!(to_deadline(2, TimeUnit::UnixMillis, 1000), Some(2));
+        assert_eq!(to_deadline(i64::MAX, TimeUnit::Seconds, 1000), None);
+        assert_eq!(to_deadline(i64::MAX, TimeUnit::Millis, 1000), None);
+        assert_eq!(
+            to_deadline(i64::MAX, TimeUnit::UnixMillis, 0),
+            Some(i64::MAX as u64)
+        );
+        assert_eq!(to_deadline(-5, TimeUnit::Millis, 1000), Some(995));
+        assert_eq!(to_deadline(-5, TimeUnit::UnixMillis, 1000), Some(0));
+    }
+}

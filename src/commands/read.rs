@@ -1,0 +1,240 @@
+//! Read commands: `XSET.HAS`, `XSET.MHAS`, `XSET.CARD`, `XSET.MEMBERS`,
+//! `XSET.TTL`/`PTTL`/`EXPIRETIME`/`PEXPIRETIME` and `XSET.SCAN`. None of them
+//! ever returns or counts a member whose deadline has passed.
+
+use super::parse::{is, members_block, parse_i64};
+use super::{bulk, int, with_read};
+use crate::errors::{self, err};
+use crate::ffi::Clock;
+use crate::xset::{NO_DEADLINE, XSet, glob_match};
+use redis_module::{Context, RedisResult, RedisString, RedisValue};
+
+/// `XSET.HAS key member`: 1 if live, else 0. O(1).
+pub fn xset_has(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    if args.len() != 3 {
+        return Err(errors::arity("xset.has"));
+    }
+    with_read(ctx, &args[1], clock, |set| {
+        let live = set.is_some_and(|s| s.contains(args[2].as_slice(), clock.now_ms));
+        Ok(RedisValue::Integer(i64::from(live)))
+    })
+}
+
+/// `XSET.MHAS key member [member ...]`: an array of 1/0, one per member, in
+/// order. O(k).
+pub fn xset_mhas(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    if args.len() < 3 {
+        return Err(errors::arity("xset.mhas"));
+    }
+    with_read(ctx, &args[1], clock, |set| {
+        let replies = args[2..]
+            .iter()
+            .map(|m| {
+                let live = set.is_some_and(|s| s.contains(m.as_slice(), clock.now_ms));
+                RedisValue::Integer(i64::from(live))
+            })
+            .collect();
+        Ok(RedisValue::Array(replies))
+    })
+}
+
+/// `XSET.CARD key`: the number of live members. O(1) on a primary (due
+/// members were just reclaimed); O(log n + expired) on a replica.
+pub fn xset_card(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    if args.len() != 2 {
+        return Err(errors::arity("xset.card"));
+    }
+    with_read(ctx, &args[1], clock, |set| {
+        Ok(int(set.map_or(0, |s| s.live_len(clock.now_ms))))
+    })
+}
+
+/// Milliseconds left before `deadline_ms`, or -1 for no deadline.
+fn pttl(deadline_ms: u64, now_ms: u64) -> i64 {
+    if deadline_ms == NO_DEADLINE {
+        -1
+    } else {
+        (deadline_ms - now_ms) as i64
+    }
+}
+
+/// `XSET.MEMBERS key [REV] [LIMIT offset count] [WITHTTL]`: live members
+/// soonest-to-expire first (`REV`: latest first; members without a deadline
+/// count as latest). `WITHTTL` follows each member with its TTL in
+/// milliseconds (-1: no deadline). O(log n + offset + count).
+pub fn xset_members(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    if args.len() < 2 {
+        return Err(errors::arity("xset.members"));
+    }
+    let mut rev = false;
+    let mut with_ttl = false;
+    let mut offset: i64 = 0;
+    let mut count: i64 = -1;
+    let mut pos = 2;
+    while pos < args.len() {
+        let arg = &args[pos];
+        if is(arg, "REV") {
+            rev = true;
+        } else if is(arg, "WITHTTL") {
+            with_ttl = true;
+        } else if is(arg, "LIMIT") && pos + 2 < args.len() {
+            offset = parse_i64(args[pos + 1].as_slice())?;
+            count = parse_i64(args[pos + 2].as_slice())?;
+            pos += 2;
+        } else {
+            return Err(err(errors::SYNTAX));
+        }
+        pos += 1;
+    }
+    with_read(ctx, &args[1], clock, |set| {
+        let Some(set) = set else {
+            return Ok(RedisValue::Array(Vec::new()));
+        };
+        if offset < 0 {
+            return Ok(RedisValue::Array(Vec::new()));
+        }
+        let take = usize::try_from(count).unwrap_or(usize::MAX);
+        let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+        let mut out = Vec::new();
+        for (member, deadline_ms) in set.iter_live(clock.now_ms, rev).skip(skip).take(take) {
+            out.push(bulk(member));
+            if with_ttl {
+                out.push(RedisValue::Integer(pttl(deadline_ms, clock.now_ms)));
+            }
+        }
+        Ok(RedisValue::Array(out))
+    })
+}
+
+/// Which time a TTL-family command reports.
+#[derive(Clone, Copy)]
+enum TimeReply {
+    TtlSeconds,
+    TtlMillis,
+    AtSeconds,
+    AtMillis,
+}
+
+fn time_reply(set: Option<&XSet>, member: &[u8], now_ms: u64, what: TimeReply) -> i64 {
+    match set.and_then(|s| s.live_deadline_of(member, now_ms)) {
+        None => -2,
+        Some(NO_DEADLINE) => -1,
+        Some(d) => match what {
+            // Rounded as Redis rounds TTL.
+            TimeReply::TtlSeconds => (pttl(d, now_ms) + 500) / 1000,
+            TimeReply::TtlMillis => pttl(d, now_ms),
+            TimeReply::AtSeconds => (d / 1000) as i64,
+            TimeReply::AtMillis => d as i64,
+        },
+    }
+}
+
+/// The TTL family: `CMD key member` replies one integer; `CMD key MEMBERS n
+/// m1 .. mn` replies an array. -2: no such (live) member; -1: no deadline.
+fn ttl_family(
+    ctx: &Context,
+    args: &[RedisString],
+    clock: Clock,
+    name: &str,
+    what: TimeReply,
+) -> RedisResult {
+    let many = match args.len() {
+        3 => None,
+        n if n >= 5 => Some(members_block(args, 2)?),
+        _ => return Err(errors::arity(name)),
+    };
+    with_read(ctx, &args[1], clock, |set| match many {
+        None => Ok(RedisValue::Integer(time_reply(
+            set,
+            args[2].as_slice(),
+            clock.now_ms,
+            what,
+        ))),
+        Some(members) => Ok(RedisValue::Array(
+            members
+                .iter()
+                .map(|m| RedisValue::Integer(time_reply(set, m.as_slice(), clock.now_ms, what)))
+                .collect(),
+        )),
+    })
+}
+
+/// `XSET.TTL`: seconds left. O(1) per member.
+pub fn xset_ttl(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    ttl_family(ctx, args, clock, "xset.ttl", TimeReply::TtlSeconds)
+}
+
+/// `XSET.PTTL`: milliseconds left. O(1) per member.
+pub fn xset_pttl(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    ttl_family(ctx, args, clock, "xset.pttl", TimeReply::TtlMillis)
+}
+
+/// `XSET.EXPIRETIME`: the deadline as a Unix time in seconds. O(1) per
+/// member.
+pub fn xset_expiretime(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    ttl_family(ctx, args, clock, "xset.expiretime", TimeReply::AtSeconds)
+}
+
+/// `XSET.PEXPIRETIME`: the deadline as a Unix time in milliseconds. O(1)
+/// per member.
+pub fn xset_pexpiretime(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    ttl_family(ctx, args, clock, "xset.pexpiretime", TimeReply::AtMillis)
+}
+
+/// `XSET.SCAN key cursor [MATCH pattern] [COUNT n] [WITHTTL]`: replies
+/// `[next-cursor, [member ...]]` (with `WITHTTL`, each member is followed by
+/// its TTL in milliseconds). A member present for the whole scan is
+/// returned at least once, whatever happens to deadlines meanwhile. O(COUNT)
+/// per call.
+pub fn xset_scan(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    if args.len() < 3 {
+        return Err(errors::arity("xset.scan"));
+    }
+    let cursor = parse_i64(args[2].as_slice())
+        .ok()
+        .and_then(|c| u64::try_from(c).ok())
+        .ok_or_else(|| err(errors::INVALID_CURSOR))?;
+    let mut pattern: Option<&[u8]> = None;
+    let mut count = 10usize;
+    let mut with_ttl = false;
+    let mut pos = 3;
+    while pos < args.len() {
+        let arg = &args[pos];
+        if is(arg, "MATCH") && pos + 1 < args.len() {
+            pattern = Some(args[pos + 1].as_slice());
+            pos += 1;
+        } else if is(arg, "COUNT") && pos + 1 < args.len() {
+            let n = parse_i64(args[pos + 1].as_slice())?;
+            if n < 1 {
+                return Err(err(errors::SYNTAX));
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX);
+            pos += 1;
+        } else if is(arg, "WITHTTL") {
+            with_ttl = true;
+        } else {
+            return Err(err(errors::SYNTAX));
+        }
+        pos += 1;
+    }
+    with_read(ctx, &args[1], clock, |set| {
+        let (next, found) = match set {
+            Some(set) => set.scan(cursor, count, clock.now_ms),
+            None => (0, Vec::new()),
+        };
+        let mut items = Vec::with_capacity(found.len());
+        for (member, deadline_ms) in found {
+            if pattern.is_some_and(|p| !glob_match(p, member)) {
+                continue;
+            }
+            items.push(bulk(member));
+            if with_ttl {
+                items.push(RedisValue::Integer(pttl(deadline_ms, clock.now_ms)));
+            }
+        }
+        Ok(RedisValue::Array(vec![
+            bulk(next.to_string().as_bytes()),
+            RedisValue::Array(items),
+        ]))
+    })
+}

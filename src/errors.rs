@@ -1,0 +1,32 @@
+//! Every error string a client can receive, in one place, worded as Redis
+//! words its own (with the `ERR` prefix the crate's errors lack).
+
+use redis_module::RedisError;
+
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const SYNTAX: &str = "ERR syntax error";
+pub const NX_AND_XX: &str = "ERR XX and NX options at the same time are not compatible";
+pub const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+pub const MEMBERS_COUNT_POSITIVE: &str = "ERR MEMBERS count must be a positive integer";
+pub const MEMBERS_COUNT_MISMATCH: &str =
+    "ERR the MEMBERS count must match the number of members that follow";
+pub const PAIRS_MISSING: &str = "ERR every member must be followed by its ttl";
+pub const MAXLEN_POSITIVE: &str = "ERR MAXLEN must be a positive integer";
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+pub const INTERNAL: &str = "ERR internal error in xset (the command changed nothing it could \
+                            undo; see the server log)";
+
+/// `ERR invalid expire time in '<cmd>' command`, as Redis says for `SET EX 0`.
+pub fn invalid_expire(cmd: &str) -> RedisError {
+    RedisError::String(format!("ERR invalid expire time in '{cmd}' command"))
+}
+
+/// `ERR wrong number of arguments for '<cmd>' command`.
+pub fn arity(cmd: &str) -> RedisError {
+    RedisError::String(format!("ERR wrong number of arguments for '{cmd}' command"))
+}
+
+/// A fixed error reply.
+pub fn err(msg: &'static str) -> RedisError {
+    RedisError::Str(msg)
+}

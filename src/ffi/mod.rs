@@ -1,0 +1,233 @@
+//! The one home of `unsafe` in xset: raw Redis module API calls that the
+//! `redis-module` crate does not wrap (or wraps in ways that panic), each
+//! behind a safe function. Nothing here knows what a command means.
+//!
+//! The invariant every function keeps: a raw API pointer is copied out of its
+//! `static mut` and checked for presence before the call, so a server that
+//! lacks a function gets a clean error at load, never a null call.
+
+pub mod type_methods;
+
+use redis_module::{Context, raw};
+use std::ffi::{CString, c_int};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Milliseconds stored at the start of each event-loop iteration: the frozen
+/// clock for `MULTI`/`EXEC` and scripts on servers without
+/// `RedisModule_CachedMicroseconds` (Redis 7.0).
+static LOOP_START_MS: AtomicU64 = AtomicU64::new(0);
+
+/// The time a command runs at, and whether this server may reclaim.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    /// The command's time in Unix milliseconds: frozen for a whole
+    /// `MULTI`/`EXEC` or script, as Redis freezes it for key expiry.
+    pub now_ms: u64,
+    /// True on a primary that is not loading: only then may a command
+    /// delete members on its own clock. Replicas and loaders apply writes as
+    /// given and hide expired members on reads.
+    pub primary: bool,
+}
+
+fn milliseconds() -> u64 {
+    // SAFETY: the pointer is checked for presence; the call has no
+    // preconditions.
+    let f = unsafe { raw::RedisModule_Milliseconds };
+    f.map_or(0, |f| unsafe { f() }.max(0) as u64)
+}
+
+/// The clock for the command running in `ctx`.
+pub fn clock(ctx: &Context) -> Clock {
+    // SAFETY: `ctx` is the live context of the running command.
+    let flags_fn = unsafe { raw::RedisModule_GetContextFlags };
+    let flags = flags_fn.map_or(0, |f| unsafe { f(ctx.get_raw()) } as u32);
+    let primary =
+        flags & (raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING) == 0;
+    // SAFETY: presence checked; no preconditions.
+    let cached = unsafe { raw::RedisModule_CachedMicroseconds };
+    let now_ms = if let Some(f) = cached {
+        (unsafe { f() }.max(0) as u64) / 1000
+    } else if flags & (raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA) != 0 {
+        match LOOP_START_MS.load(Ordering::Relaxed) {
+            0 => milliseconds(),
+            ms => ms,
+        }
+    } else {
+        milliseconds()
+    };
+    Clock { now_ms, primary }
+}
+
+extern "C" fn on_event_loop(
+    _ctx: *mut raw::RedisModuleCtx,
+    _eid: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut std::ffi::c_void,
+) {
+    if subevent == raw::REDISMODULE_SUBEVENT_EVENTLOOP_AFTER_SLEEP {
+        LOOP_START_MS.store(milliseconds(), Ordering::Relaxed);
+    }
+}
+
+/// Checks that the server offers every API xset calls; the error names the
+/// first one missing.
+pub fn check_server_api() -> Result<(), String> {
+    // SAFETY: only the presence of each pointer is read.
+    let required: [(&str, bool); 6] = unsafe {
+        [
+            ("SetCommandInfo", {
+                let f = raw::RedisModule_SetCommandInfo;
+                f.is_some()
+            }),
+            ("GetCommand", {
+                let f = raw::RedisModule_GetCommand;
+                f.is_some()
+            }),
+            ("SubscribeToServerEvent", {
+                let f = raw::RedisModule_SubscribeToServerEvent;
+                f.is_some()
+            }),
+            ("Milliseconds", {
+                let f = raw::RedisModule_Milliseconds;
+                f.is_some()
+            }),
+            ("GetContextFlags", {
+                let f = raw::RedisModule_GetContextFlags;
+                f.is_some()
+            }),
+            ("IsIOError", {
+                let f = raw::RedisModule_IsIOError;
+                f.is_some()
+            }),
+        ]
+    };
+    match required.iter().find(|(_, present)| !present) {
+        Some((name, _)) => Err(format!(
+            "xset needs Redis 7.0 or newer: this server lacks RedisModule_{name}"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Subscribes to the event loop so that [`clock`] has a frozen time on 7.0.
+pub fn subscribe_clock(ctx: &Context) -> Result<(), String> {
+    // SAFETY: presence checked in `check_server_api`; the callback is a
+    // plain `extern "C"` fn that touches only an atomic and cannot panic.
+    let cached = unsafe { raw::RedisModule_CachedMicroseconds };
+    if cached.is_some() {
+        return Ok(());
+    }
+    let subscribe = unsafe { raw::RedisModule_SubscribeToServerEvent };
+    let event = raw::RedisModuleEvent {
+        id: raw::REDISMODULE_EVENT_EVENTLOOP,
+        dataver: 1,
+    };
+    match subscribe.map(|f| unsafe { f(ctx.get_raw(), event, Some(on_event_loop)) }) {
+        Some(0) => Ok(()),
+        _ => Err("cannot subscribe to the event loop".into()),
+    }
+}
+
+/// Asks Redis to hand IO errors to `rdb_load` instead of aborting, so a
+/// corrupt payload is rejected cleanly.
+pub fn handle_io_errors(ctx: &Context) {
+    // SAFETY: presence checked; `ctx` is the module's load context.
+    let set_options = unsafe { raw::RedisModule_SetModuleOptions };
+    if let Some(f) = set_options {
+        unsafe {
+            f(
+                ctx.get_raw(),
+                raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int,
+            )
+        };
+    }
+}
+
+/// How one command touches its single key (argument 1).
+#[derive(Clone, Copy)]
+pub enum KeyAccess {
+    /// Reads the key.
+    Read,
+    /// Reads and updates or deletes members, may create the key.
+    Write,
+}
+
+/// Documentation and key specs for one command, for `COMMAND INFO`,
+/// `COMMAND DOCS`, `COMMAND GETKEYS`, cluster routing and ACL key patterns.
+pub struct CommandDoc {
+    pub name: &'static str,
+    pub arity: i32,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    pub access: KeyAccess,
+}
+
+fn leak_cstr(s: &str) -> *const std::ffi::c_char {
+    // Strings without NUL only: every caller passes a literal.
+    CString::new(s).map_or(std::ptr::null(), |c| c.into_raw().cast_const())
+}
+
+/// Registers `doc` with `RedisModule_SetCommandInfo`: arity (so Redis
+/// answers arity errors in its own words), summary, complexity, and one key
+/// spec: the key is argument 1.
+pub fn set_command_info(ctx: &Context, doc: &CommandDoc) -> Result<(), String> {
+    let flags = match doc.access {
+        KeyAccess::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+        KeyAccess::Write => {
+            // Redis allows one of INSERT/UPDATE/DELETE; UPDATE is what
+            // ZADD declares for the same mix of adds and removals.
+            raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE
+        }
+    };
+    let spec = raw::RedisModuleCommandKeySpec {
+        notes: std::ptr::null(),
+        flags: u64::from(flags),
+        begin_search_type: raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX,
+        bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
+            index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos: 1 },
+        },
+        find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
+        fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+            range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
+                lastkey: 0,
+                keystep: 1,
+                limit: 0,
+            },
+        },
+    };
+    // SAFETY: an all-zero key spec is the array terminator Redis expects.
+    let terminator: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
+    let key_specs = Box::leak(Box::new([spec, terminator]));
+    let version = Box::leak(Box::new(raw::RedisModuleCommandInfoVersion {
+        version: 1,
+        sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+        sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+        sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+    }));
+    let info = raw::RedisModuleCommandInfo {
+        version: version as *const _,
+        summary: leak_cstr(doc.summary),
+        complexity: leak_cstr(doc.complexity),
+        since: leak_cstr("0.1.0"),
+        history: std::ptr::null_mut(),
+        tips: std::ptr::null(),
+        arity: doc.arity,
+        key_specs: key_specs.as_mut_ptr(),
+        args: std::ptr::null_mut(),
+    };
+    let name = CString::new(doc.name).map_err(|e| e.to_string())?;
+    // SAFETY: presence checked in `check_server_api`; every pointer in
+    // `info` points at leaked, never-freed memory.
+    let (get, set) = unsafe { (raw::RedisModule_GetCommand, raw::RedisModule_SetCommandInfo) };
+    let (Some(get), Some(set)) = (get, set) else {
+        return Err("SetCommandInfo missing".into());
+    };
+    let command = unsafe { get(ctx.get_raw(), name.as_ptr()) };
+    if command.is_null() {
+        return Err(format!("{} was not registered", doc.name));
+    }
+    if unsafe { set(command, &info) } != raw::Status::Ok as c_int {
+        return Err(format!("SetCommandInfo refused {}", doc.name));
+    }
+    Ok(())
+}
