@@ -181,39 +181,10 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         return Status::Err;
     }
     #[cfg(feature = "fault-injection")]
-    if fault_injection::register(ctx) != Status::Ok {
+    if ffi::register_debug_panic(ctx) != Status::Ok {
         return Status::Err;
     }
     Status::Ok
-}
-
-#[cfg(feature = "fault-injection")]
-mod fault_injection {
-    use redis_module::{Context, Status, raw};
-    use std::ffi::CString;
-    use std::os::raw::c_int;
-
-    /// Registers `XSET.DEBUG-PANIC` (test builds only).
-    pub fn register(context: &Context) -> Status {
-        fn inner(ctx: *mut raw::RedisModuleCtx) -> c_int {
-            redis_module::redis_command!(
-                ctx,
-                "xset.debug-panic",
-                crate::handler!(crate::commands::debug_panic),
-                "readonly",
-                0,
-                0,
-                0,
-                ""
-            );
-            raw::Status::Ok as c_int
-        }
-        if inner(context.get_raw()) == raw::Status::Ok as c_int {
-            Status::Ok
-        } else {
-            Status::Err
-        }
-    }
 }
 
 redis_module! {

@@ -231,3 +231,32 @@ pub fn set_command_info(ctx: &Context, doc: &CommandDoc) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Registers `XSET.DEBUG-PANIC` (test builds only), whose body panics so the
+/// tests can prove that no panic crosses into Redis.
+#[cfg(feature = "fault-injection")]
+pub fn register_debug_panic(context: &Context) -> redis_module::Status {
+    use std::os::raw::c_int;
+    fn inner(ctx: *mut raw::RedisModuleCtx) -> c_int {
+        // SAFETY: the crate's registration macro, called during module load
+        // with the load context.
+        unsafe {
+            redis_module::redis_command!(
+                ctx,
+                "xset.debug-panic",
+                crate::handler!(crate::commands::debug_panic),
+                "readonly",
+                0,
+                0,
+                0,
+                ""
+            );
+        }
+        raw::Status::Ok as c_int
+    }
+    if inner(context.get_raw()) == raw::Status::Ok as c_int {
+        redis_module::Status::Ok
+    } else {
+        redis_module::Status::Err
+    }
+}

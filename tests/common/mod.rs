@@ -1,0 +1,238 @@
+//! Test harness: a real `redis-server` per test, on a free loopback port,
+//! with the built module loaded. Never a mock.
+//!
+//! The module is `target/release/libxset.so` built with the
+//! `fault-injection` feature (`scripts/test` builds it), or the path in
+//! `XSET_MODULE`.
+
+#![allow(dead_code)]
+
+use redis::{Connection, FromRedisValue, RedisResult, Value};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub fn module_path() -> PathBuf {
+    if let Ok(p) = std::env::var("XSET_MODULE") {
+        return PathBuf::from(p);
+    }
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/libxset.so");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/test, or cargo build --release --features fault-injection",
+        p.display()
+    );
+    p
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+
+/// A running `redis-server` with xset loaded; killed and cleaned on drop.
+pub struct Server {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Child,
+}
+
+impl Server {
+    /// Starts a server with the module and `extra` configuration
+    /// arguments (`["--appendonly", "yes"]`, ...).
+    pub fn start(extra: &[&str]) -> Server {
+        Self::start_with_module_args(extra, &[])
+    }
+
+    /// As [`Server::start`], passing `module_args` to the module.
+    pub fn start_with_module_args(extra: &[&str], module_args: &[&str]) -> Server {
+        let dir = std::env::temp_dir().join(format!(
+            "xset-test-{}-{}",
+            std::process::id(),
+            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let module = module_path();
+        for _attempt in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new("redis-server");
+            cmd.arg("--port")
+                .arg(port.to_string())
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(&dir)
+                .args(["--enable-debug-command", "yes", "--loglevel", "notice"])
+                .arg("--logfile")
+                .arg(dir.join("redis.log"))
+                .arg("--loadmodule")
+                .arg(&module)
+                .args(module_args)
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let child = cmd
+                .spawn()
+                .expect("redis-server on PATH (scripts/test installs it)");
+            let mut server = Server {
+                port,
+                dir: dir.clone(),
+                child,
+            };
+            if server.wait_ready() {
+                return server;
+            }
+            // The port was taken between probing and binding, or the
+            // server failed: try again on another port.
+            let _ = server.child.kill();
+            let _ = server.child.wait();
+        }
+        panic!("redis-server did not start; log:\n{}", read_log(&dir));
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if let Ok(mut c) = self.try_conn() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    fn try_conn(&self) -> RedisResult<Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?
+            .get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// A new connection to this server.
+    pub fn conn(&self) -> Connection {
+        self.try_conn().expect("connect to the test server")
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    pub fn log(&self) -> String {
+        read_log(&self.dir)
+    }
+
+    /// Stops the server (SHUTDOWN with `save_mode`, e.g. "NOSAVE" or
+    /// "SAVE") and waits for it to exit; the directory stays.
+    pub fn shutdown(mut self, save_mode: &str) -> PathBuf {
+        if let Ok(mut c) = self.try_conn() {
+            let _: RedisResult<Value> = redis::cmd("SHUTDOWN").arg(save_mode).query(&mut c);
+        }
+        let _ = self.child.wait();
+        let dir = self.dir.clone();
+        // Keep the directory for the caller; Drop only kills.
+        self.dir = PathBuf::new();
+        dir
+    }
+}
+
+fn read_log(dir: &std::path::Path) -> String {
+    std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default()
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if !self.dir.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Runs a command built from `args` and converts the reply.
+pub fn q<T: FromRedisValue>(c: &mut Connection, args: &[&[u8]]) -> T {
+    try_q(c, args).unwrap_or_else(|e| panic!("{:?} failed: {e}", show(args)))
+}
+
+/// Runs a command and returns the reply or the error.
+pub fn try_q<T: FromRedisValue>(c: &mut Connection, args: &[&[u8]]) -> RedisResult<T> {
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).expect("command name"));
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
+/// Runs a command that must fail and returns its full error line
+/// (`CODE detail`).
+pub fn err(c: &mut Connection, args: &[&[u8]]) -> String {
+    match try_q::<Value>(c, args) {
+        Ok(v) => panic!("{:?} should fail, replied {v:?}", show(args)),
+        Err(e) => match (e.code(), e.detail()) {
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            (Some(code), None) => code.to_string(),
+            _ => e.to_string(),
+        },
+    }
+}
+
+fn show(args: &[&[u8]]) -> Vec<String> {
+    args.iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// Shorthand: a command from string words.
+#[macro_export]
+macro_rules! c {
+    ($($a:expr),+ $(,)?) => { &[$(AsRef::<[u8]>::as_ref(&$a)),+][..] };
+}
+
+/// The server's clock in Unix milliseconds (from `TIME`).
+pub fn server_ms(c: &mut Connection) -> u64 {
+    let (s, us): (u64, u64) = redis::cmd("TIME").query(c).expect("TIME");
+    s * 1000 + us / 1000
+}
+
+/// Members with their PTTL from `XSET.MEMBERS key WITHTTL`.
+pub fn members_with_ttl(c: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
+    let flat: Vec<Value> = q(c, c!["XSET.MEMBERS", key, "WITHTTL"]);
+    flat.chunks(2)
+        .map(|p| {
+            let m: Vec<u8> = FromRedisValue::from_redis_value(p[0].clone()).expect("member");
+            let t: i64 = FromRedisValue::from_redis_value(p[1].clone()).expect("ttl");
+            (m, t)
+        })
+        .collect()
+}
+
+/// Sorted `(member, absolute deadline)` of a key, from `XSET.SCAN` and
+/// `XSET.PEXPIRETIME`: the exact state to compare across servers.
+pub fn snapshot(c: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
+    let mut out = Vec::new();
+    let mut cursor = "0".to_string();
+    loop {
+        let (next, batch): (String, Vec<Vec<u8>>) =
+            q(c, c!["XSET.SCAN", key, cursor.as_str(), "COUNT", "1000"]);
+        for m in batch {
+            let at: i64 = q(c, &[b"XSET.PEXPIRETIME", key.as_bytes(), &m]);
+            out.push((m, at));
+        }
+        if next == "0" {
+            break;
+        }
+        cursor = next;
+    }
+    out.sort();
+    out
+}
