@@ -102,10 +102,10 @@ impl Server {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
-            if let Ok(mut c) = self.try_conn() {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return true;
-                }
+            if let Ok(mut c) = self.try_conn()
+                && redis::cmd("PING").query::<String>(&mut c).is_ok()
+            {
+                return true;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
