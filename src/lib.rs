@@ -7,6 +7,7 @@
 
 pub mod commands;
 pub mod errors;
+pub mod expiry;
 pub mod ffi;
 pub mod stats;
 pub mod xset;
@@ -14,6 +15,7 @@ pub mod xset;
 use commands::{add, read, write};
 use ffi::type_methods::XSET_TYPE;
 use ffi::{CommandDoc, KeyAccess};
+use redis_module::configuration::ConfigurationFlags;
 use redis_module::{Context, RedisString, Status, redis_module};
 
 /// Rust allocations go through Redis's allocator so that `INFO memory`,
@@ -176,10 +178,11 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
-    if let Err(e) = ffi::subscribe_clock(ctx) {
+    if let Err(e) = ffi::subscribe_clock(ctx).and_then(|()| ffi::subscribe_keyspace_moves(ctx)) {
         ctx.log_warning(&format!("xset: {e}"));
         return Status::Err;
     }
+    expiry::start(ctx);
     #[cfg(feature = "fault-injection")]
     if ffi::register_debug_panic(ctx) != Status::Ok {
         return Status::Err;
@@ -211,4 +214,19 @@ redis_module! {
         ["xset.persist", handler!(write::xset_persist), "write fast", 1, 1, 1, ""],
         ["xset.scan", handler!(read::xset_scan), "readonly", 1, 1, 1, ""],
     ],
+    event_handlers: [
+        [@GENERIC @LOADED: expiry::on_keyspace_event],
+    ],
+    configurations: [
+        i64: [
+            ["active-expire-period-ms", &*expiry::PERIOD_MS, 100, 1, 60_000, ConfigurationFlags::DEFAULT, None],
+            ["active-expire-budget-us", &*expiry::BUDGET_US, 1000, 10, 1_000_000, ConfigurationFlags::DEFAULT, None],
+        ],
+        string: [],
+        bool: [
+            ["active-expire", &*expiry::ACTIVE_EXPIRE, true, ConfigurationFlags::DEFAULT, None],
+        ],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
 }

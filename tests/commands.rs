@@ -49,7 +49,8 @@ fn type_name_is_stable() {
 
 #[test]
 fn members_expire_at_the_millisecond_edge() {
-    let s = Server::start(&[]);
+    // Lazy semantics alone: the timer is off.
+    let s = Server::start_with_module_args(&[], &["active-expire", "no"]);
     let mut c = s.conn();
     let now = server_ms(&mut c);
     let at = now + 300;
@@ -93,6 +94,7 @@ fn members_expire_at_the_millisecond_edge() {
     assert_eq!(m, vec!["b"]);
     let info: String = q(&mut c, c!["INFO", "xset"]);
     assert!(info.contains("expired_members_lazy:1"), "{info}");
+    assert!(info.contains("expired_members_active:0"), "{info}");
 }
 
 #[test]

@@ -18,6 +18,7 @@ pub mod read;
 pub mod write;
 
 use crate::errors;
+use crate::expiry;
 use crate::ffi::type_methods::XSET_TYPE;
 use crate::ffi::{Clock, clock};
 use crate::stats;
@@ -85,16 +86,23 @@ pub fn notify(ctx: &Context, event: &str, key: &RedisString) {
     ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
 }
 
-/// Reclaims up to [`LAZY_RECLAIM_LIMIT`] due members of `set` and
-/// propagates and notifies their removal. Primary only.
-fn reclaim(ctx: &Context, key: &RedisString, set: &mut XSet, now_ms: u64) {
-    let (gone, _) = set.drain_expired(now_ms, LAZY_RECLAIM_LIMIT);
-    if gone.is_empty() {
-        return;
+/// Removes up to `limit` due members of `set`, propagates their removal as
+/// one `XSET.REM` and emits `xset.expired`; returns how many went. The one
+/// place where expiry deletes, for lazy and active expiry alike. Primary
+/// only. The caller deletes the key if the set is left empty.
+pub fn reclaim_due(
+    ctx: &Context,
+    key: &RedisString,
+    set: &mut XSet,
+    now_ms: u64,
+    limit: usize,
+) -> usize {
+    let (gone, _) = set.drain_expired(now_ms, limit);
+    if !gone.is_empty() {
+        propagate_rem(ctx, key, &gone);
+        notify(ctx, "xset.expired", key);
     }
-    stats::record_lazy(gone.len());
-    propagate_rem(ctx, key, &gone);
-    notify(ctx, "xset.expired", key);
+    gone.len()
 }
 
 /// Opens `key` for writing and runs `body` on its set: an empty set when the
@@ -110,12 +118,13 @@ pub fn with_write(
     let existing = handle
         .get_value::<XSet>(&XSET_TYPE)
         .map_err(|_| RedisError::WrongType)?;
-    let existed = existing.is_some();
+    let tracked = existing.as_ref().map(|s| s.next_deadline());
     let mut fresh = XSet::new();
     let set: &mut XSet = match existing {
         Some(set) => {
             if clock.primary {
-                reclaim(ctx, key, set, clock.now_ms);
+                let n = reclaim_due(ctx, key, set, clock.now_ms, LAZY_RECLAIM_LIMIT);
+                stats::record_lazy(n);
             }
             set
         }
@@ -123,11 +132,20 @@ pub fn with_write(
     };
     let reply = body(set);
     let empty = set.is_empty();
-    if existed && empty {
-        handle.delete()?;
-        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
-    } else if !existed && !empty {
-        handle.set_value(&XSET_TYPE, fresh)?;
+    let next = set.next_deadline();
+    match tracked {
+        // The unlink callback untracks the deleted key.
+        Some(_) if empty => {
+            handle.delete()?;
+            ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
+        }
+        Some(before) if before != next => expiry::track(ctx, key.as_slice(), next),
+        Some(_) => {}
+        None if empty => {}
+        None => {
+            handle.set_value(&XSET_TYPE, fresh)?;
+            expiry::track(ctx, key.as_slice(), next);
+        }
     }
     reply
 }

@@ -260,3 +260,71 @@ pub fn register_debug_panic(context: &Context) -> redis_module::Status {
         redis_module::Status::Err
     }
 }
+
+/// The database selected in `ctx`.
+pub fn selected_db(ctx: &Context) -> i32 {
+    // SAFETY: presence checked; `ctx` is live.
+    let f = unsafe { raw::RedisModule_GetSelectedDb };
+    f.map_or(0, |f| unsafe { f(ctx.get_raw()) })
+}
+
+/// Selects database `db` in `ctx` (timer contexts start in db 0).
+pub fn select_db(ctx: &Context, db: i32) {
+    // SAFETY: presence checked; `ctx` is live; an out-of-range db is
+    // refused by Redis with an error status, which leaves the selection.
+    let f = unsafe { raw::RedisModule_SelectDb };
+    if let Some(f) = f {
+        unsafe { f(ctx.get_raw(), db) };
+    }
+}
+
+extern "C" fn on_flush_event(
+    _ctx: *mut raw::RedisModuleCtx,
+    _eid: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut std::ffi::c_void,
+) {
+    if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_START || data.is_null() {
+        return;
+    }
+    // SAFETY: for this event Redis passes a RedisModuleFlushInfo.
+    let dbnum = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
+    let _ = std::panic::catch_unwind(|| crate::expiry::on_flush(dbnum));
+}
+
+extern "C" fn on_swap_event(
+    _ctx: *mut raw::RedisModuleCtx,
+    _eid: raw::RedisModuleEvent,
+    _subevent: u64,
+    data: *mut std::ffi::c_void,
+) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: for this event Redis passes a RedisModuleSwapDbInfo.
+    let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
+    let (a, b) = (info.dbnum_first, info.dbnum_second);
+    let _ = std::panic::catch_unwind(|| crate::expiry::on_swap(a, b));
+}
+
+/// Subscribes to `FLUSHDB`/`FLUSHALL` and `SWAPDB`, which move or drop
+/// keys without calling the type's unlink callback.
+pub fn subscribe_keyspace_moves(ctx: &Context) -> Result<(), String> {
+    // SAFETY: presence checked in `check_server_api`; the callbacks only
+    // read the event data Redis documents for these events.
+    let subscribe = unsafe { raw::RedisModule_SubscribeToServerEvent };
+    let Some(subscribe) = subscribe else {
+        return Err("SubscribeToServerEvent missing".into());
+    };
+    let events: [(u64, raw::RedisModuleEventCallback); 2] = [
+        (raw::REDISMODULE_EVENT_FLUSHDB, Some(on_flush_event)),
+        (raw::REDISMODULE_EVENT_SWAPDB, Some(on_swap_event)),
+    ];
+    for (id, callback) in events {
+        let event = raw::RedisModuleEvent { id, dataver: 1 };
+        if unsafe { subscribe(ctx.get_raw(), event, callback) } != raw::Status::Ok as c_int {
+            return Err(format!("cannot subscribe to server event {id}"));
+        }
+    }
+    Ok(())
+}

@@ -39,7 +39,7 @@ pub static XSET_TYPE: RedisType = RedisType::new(
         copy2: None,
         free_effort2: None,
         mem_usage2: None,
-        unlink2: None,
+        unlink2: Some(unlink2),
     },
 );
 
@@ -235,4 +235,27 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
     // SAFETY: Redis passes a value of this type.
     let set = unsafe { set_ref(value) };
     guarded("free_effort", 0, || set.len())
+}
+
+/// Called on the main thread when a value leaves its key (DEL, UNLINK,
+/// overwrite, key expiry, eviction, the source of RENAME and MOVE): the
+/// active-expiry index forgets the key. Not called on FLUSHDB.
+unsafe extern "C" fn unlink2(ctx: *mut raw::RedisModuleKeyOptCtx, _value: *const c_void) {
+    // SAFETY: presence checked; Redis passes a live option context whose key
+    // name string outlives this call.
+    let fns = unsafe {
+        (
+            raw::RedisModule_GetKeyNameFromOptCtx,
+            raw::RedisModule_GetDbIdFromOptCtx,
+        )
+    };
+    let (Some(key_name), Some(db_id)) = fns else {
+        return;
+    };
+    let (key, db) = unsafe { (key_name(ctx), db_id(ctx)) };
+    if key.is_null() {
+        return;
+    }
+    let key = redis_module::RedisString::string_as_slice(key);
+    guarded("unlink", (), || crate::expiry::forget(db, key));
 }
