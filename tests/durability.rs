@@ -1,0 +1,299 @@
+//! Nothing is lost: RDB (including a committed encver-1 fixture), AOF with
+//! and without the RDB preamble, restarts, DUMP/RESTORE (and corrupt
+//! payloads), COPY, and the digest.
+
+mod common;
+
+use common::*;
+use redis::{Connection, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Far-future absolute deadlines, so nothing expires during a test.
+const T0: u64 = 4_102_444_800_000;
+
+/// Fills `key` with members of every kind: many deadlines, shared
+/// deadlines, an empty and a binary member, and a member without deadline.
+fn fill(c: &mut Connection, key: &str, n: usize) {
+    let mut args: Vec<Vec<u8>> = vec![
+        b"XSET.ADD".to_vec(),
+        key.as_bytes().to_vec(),
+        b"PXAT".to_vec(),
+    ];
+    args.push(b"MEMBERS".to_vec());
+    args.push((n + 2).to_string().into_bytes());
+    for i in 0..n {
+        args.push(format!("m{i}").into_bytes());
+        args.push((T0 + (i as u64 % 50) * 7).to_string().into_bytes());
+    }
+    args.extend([b"".to_vec(), (T0 + 1).to_string().into_bytes()]);
+    args.extend([b"\x00bin\xff".to_vec(), (T0 + 2).to_string().into_bytes()]);
+    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    q::<i64>(c, &refs);
+    q::<Vec<i64>>(c, c!["XSET.PERSIST", key, "MEMBERS", "1", "m0"]);
+}
+
+fn start_in(dir: &Path, extra: &[&str]) -> Server {
+    let d = dir.to_str().expect("utf-8 dir");
+    let mut args = vec!["--dir", d];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xset-dur-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn wait_rewrite_done(c: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info: String = q(c, c!["INFO", "persistence"]);
+        if info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "AOF rewrite did not finish: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn rdb_restart_and_debug_reload_keep_exact_deadlines() {
+    let dir = scratch("rdb");
+    let s = start_in(&dir, &[]);
+    let mut c = s.conn();
+    fill(&mut c, "k", 500);
+    let before = snapshot(&mut c, "k");
+    assert_eq!(before.len(), 502);
+    assert_eq!(q::<String>(&mut c, c!["DEBUG", "RELOAD"]), "OK");
+    assert_eq!(snapshot(&mut c, "k"), before);
+    assert_eq!(q::<String>(&mut c, c!["SAVE"]), "OK");
+    s.shutdown("NOSAVE");
+    let s = start_in(&dir, &[]);
+    let mut c = s.conn();
+    assert_eq!(snapshot(&mut c, "k"), before, "restart from RDB");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn committed_encver1_fixture_still_loads() {
+    let dir = scratch("fixture");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xset-encver1.rdb");
+    std::fs::copy(&fixture, dir.join("dump.rdb")).expect("copy fixture");
+    let s = start_in(&dir, &[]);
+    let mut c = s.conn();
+    let small = snapshot(&mut c, "fixture:small");
+    let want: Vec<(Vec<u8>, i64)> = vec![
+        (b"".to_vec(), 4_102_444_899_999),
+        (b"alpha".to_vec(), 4_102_444_800_000),
+        (b"beta".to_vec(), 4_102_444_800_001),
+        (b"forever".to_vec(), -1),
+    ];
+    assert_eq!(small, want);
+    let big = snapshot(&mut c, "fixture:big");
+    assert_eq!(big.len(), 300);
+    for (m, at) in big {
+        let i: u64 = String::from_utf8(m[1..].to_vec())
+            .expect("utf-8")
+            .parse()
+            .expect("index");
+        assert_eq!(at as u64, 4_102_444_800_000 + i * 1000);
+    }
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn aof_round_trip(preamble: &str) {
+    let dir = scratch(&format!("aof-{preamble}"));
+    let extra = ["--appendonly", "yes", "--aof-use-rdb-preamble", preamble];
+    let s = start_in(&dir, &extra);
+    let mut c = s.conn();
+    fill(&mut c, "k", 300);
+    fill(&mut c, "other", 3);
+    let before = (snapshot(&mut c, "k"), snapshot(&mut c, "other"));
+    // Replaying the incremental AOF (absolute deadlines) keeps them.
+    assert_eq!(q::<String>(&mut c, c!["DEBUG", "LOADAOF"]), "OK");
+    assert_eq!((snapshot(&mut c, "k"), snapshot(&mut c, "other")), before);
+    q::<String>(&mut c, c!["BGREWRITEAOF"]);
+    wait_rewrite_done(&mut c);
+    if preamble == "no" {
+        let base = std::fs::read_dir(dir.join("appendonlydir"))
+            .expect("appendonlydir")
+            .filter_map(Result::ok)
+            .find(|e| e.file_name().to_string_lossy().contains(".base.aof"))
+            .expect("a base AOF");
+        let text = std::fs::read(base.path()).expect("read base");
+        let text = String::from_utf8_lossy(&text);
+        assert!(
+            text.contains("XSET.ADD") && text.contains("PXAT"),
+            "rewritten as commands"
+        );
+        assert!(
+            text.contains("XSET.PERSIST"),
+            "members without deadline persisted"
+        );
+        let adds = text.matches("XSET.ADD").count();
+        assert!(adds >= 300 / 64, "batched by at most 64: {adds} commands");
+    }
+    assert_eq!(q::<String>(&mut c, c!["DEBUG", "LOADAOF"]), "OK");
+    assert_eq!((snapshot(&mut c, "k"), snapshot(&mut c, "other")), before);
+    s.shutdown("NOSAVE");
+    let s = start_in(&dir, &extra);
+    let mut c = s.conn();
+    assert_eq!(
+        (snapshot(&mut c, "k"), snapshot(&mut c, "other")),
+        before,
+        "restart from AOF"
+    );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn aof_without_rdb_preamble_keeps_exact_deadlines() {
+    aof_round_trip("no");
+}
+
+#[test]
+fn aof_with_rdb_preamble_keeps_exact_deadlines() {
+    aof_round_trip("yes");
+}
+
+#[test]
+fn dump_restore_copy_and_digest() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    fill(&mut c, "k", 100);
+    let before = snapshot(&mut c, "k");
+    let dump: Vec<u8> = q(&mut c, c!["DUMP", "k"]);
+    assert_eq!(
+        q::<String>(&mut c, c!["RESTORE", "k2", "0", dump.as_slice()]),
+        "OK"
+    );
+    assert_eq!(snapshot(&mut c, "k2"), before);
+    assert_eq!(q::<i64>(&mut c, c!["COPY", "k", "k3"]), 1);
+    assert_eq!(q::<i64>(&mut c, c!["COPY", "k", "k4", "DB", "1"]), 1);
+    assert_eq!(snapshot(&mut c, "k3"), before);
+    q::<i64>(&mut c, c!["XSET.REM", "k3", "m5"]);
+    assert_eq!(
+        snapshot(&mut c, "k").len(),
+        before.len(),
+        "a copy is independent"
+    );
+    let d1: Vec<String> = q(&mut c, c!["DEBUG", "DIGEST-VALUE", "k"]);
+    let d2: Vec<String> = q(&mut c, c!["DEBUG", "DIGEST-VALUE", "k2"]);
+    let d3: Vec<String> = q(&mut c, c!["DEBUG", "DIGEST-VALUE", "k3"]);
+    assert_eq!(d1, d2);
+    assert_ne!(d1, d3);
+    assert_ne!(d1, vec!["0".repeat(40)]);
+    q::<String>(&mut c, c!["SELECT", "1"]);
+    assert_eq!(snapshot(&mut c, "k4"), before);
+}
+
+/// CRC-64/Jones as Redis computes it for DUMP payloads.
+fn crc64(data: &[u8]) -> u64 {
+    let mut crc = 0u64;
+    for &b in data {
+        crc ^= u64::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x95ac_9329_ac4b_c9b5
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+/// Re-signs a DUMP payload after its body was edited.
+fn resign(mut payload: Vec<u8>) -> Vec<u8> {
+    let n = payload.len() - 8;
+    let crc = crc64(&payload[..n]);
+    payload[n..].copy_from_slice(&crc.to_le_bytes());
+    payload
+}
+
+#[test]
+fn corrupt_restore_payloads_are_rejected_cleanly() {
+    let mut s = Server::start(&[]);
+    let mut c = s.conn();
+    q::<i64>(
+        &mut c,
+        c![
+            "XSET.ADD",
+            "k",
+            "PXAT",
+            "MEMBERS",
+            "2",
+            "aa",
+            T0.to_string(),
+            "bb",
+            (T0 + 5).to_string()
+        ],
+    );
+    let dump: Vec<u8> = q(&mut c, c!["DUMP", "k"]);
+    let n = dump.len() - 8;
+    assert_eq!(resign(dump.clone()), dump, "our CRC matches Redis's");
+    // Layout: type 7 (module, opcodes), 0x81 + 8-byte module id, then the
+    // value as opcodes: 2 = unsigned, 5 = string.
+    assert_eq!(
+        (dump[0], dump[1], dump[10], dump[11]),
+        (7, 0x81, 2, 2),
+        "{dump:?}"
+    );
+    let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut lie_more = dump.clone();
+    lie_more[11] = 3;
+    cases.push(("count larger than the members", lie_more));
+    let mut lie_zero = dump.clone();
+    lie_zero[11] = 0;
+    cases.push(("count of zero", lie_zero));
+    let mut huge = dump.clone();
+    huge.splice(
+        11..12,
+        [0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+    );
+    cases.push(("count of 2^64-1", huge));
+    let bb = dump
+        .windows(2)
+        .position(|w| w == b"bb")
+        .expect("member bytes");
+    let mut dup = dump.clone();
+    dup[bb..bb + 2].copy_from_slice(b"aa");
+    cases.push(("duplicate member", dup));
+    let mut truncated = dump[..n - 2 - 6].to_vec();
+    truncated.extend_from_slice(&dump[n - 2..]);
+    cases.push(("truncated body", truncated));
+    let mut garbage = dump.clone();
+    for b in &mut garbage[12..n - 2] {
+        *b = 0xee;
+    }
+    cases.push(("garbage body", garbage));
+    let mut long_string = dump.clone();
+    let len_at = bb - 1;
+    long_string.splice(len_at..len_at + 1, [0x80, 0x7f, 0xff, 0xff, 0xff]);
+    cases.push(("string length of 2 GiB", long_string));
+    for (what, payload) in cases {
+        let payload = resign(payload);
+        let e = err(&mut c, c!["RESTORE", "bad", "0", payload.as_slice()]);
+        assert!(
+            e.contains("Bad data format") || e.starts_with("ERR"),
+            "{what}: {e}"
+        );
+        assert_eq!(
+            q::<i64>(&mut c, c!["EXISTS", "bad"]),
+            0,
+            "{what}: nothing half-built"
+        );
+        assert!(s.alive(), "{what}: server crashed\n{}", s.log());
+    }
+    let ok: Value = q(&mut c, c!["XSET.CARD", "k"]);
+    assert_eq!(ok, Value::Int(2));
+}
