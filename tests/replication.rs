@@ -1,0 +1,352 @@
+//! Replication: the exact commands a primary propagates (read from a raw
+//! replication stream), and a real primary + replica pair that converges
+//! after churn and expiry.
+
+mod common;
+
+use common::*;
+use redis::Connection;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+/// A fake replica: performs a full sync, skips the RDB, then yields each
+/// propagated command.
+struct ReplStream {
+    r: BufReader<TcpStream>,
+}
+
+impl ReplStream {
+    fn connect(port: u16) -> ReplStream {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut r = BufReader::new(s);
+        r.get_mut()
+            .write_all(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+            .expect("psync");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            r.read_line(&mut line).expect("reply");
+            if line.starts_with("+FULLRESYNC") {
+                break;
+            }
+        }
+        line.clear();
+        r.read_line(&mut line).expect("rdb length");
+        while line.trim().is_empty() {
+            line.clear();
+            r.read_line(&mut line).expect("rdb length");
+        }
+        let len: usize = line.trim()[1..]
+            .parse()
+            .expect("disk-based sync gives a length");
+        let mut rdb = vec![0; len];
+        r.read_exact(&mut rdb).expect("rdb");
+        ReplStream { r }
+    }
+
+    fn read_bulk(&mut self) -> Vec<u8> {
+        let mut line = String::new();
+        self.r.read_line(&mut line).expect("bulk header");
+        let len: usize = line.trim()[1..].parse().expect("bulk length");
+        let mut buf = vec![0; len + 2];
+        self.r.read_exact(&mut buf).expect("bulk");
+        buf.truncate(len);
+        buf
+    }
+
+    /// The next propagated command other than PING and SELECT, as words.
+    fn next(&mut self) -> Vec<String> {
+        loop {
+            let mut line = String::new();
+            self.r.read_line(&mut line).expect("array header");
+            let n: usize = line.trim()[1..].parse().expect("array length");
+            let words: Vec<String> = (0..n)
+                .map(|_| String::from_utf8_lossy(&self.read_bulk()).into_owned())
+                .collect();
+            let name = words[0].to_ascii_uppercase();
+            if name != "PING" && name != "SELECT" {
+                return words;
+            }
+        }
+    }
+
+    /// Asserts that the next commands are exactly `want` (after
+    /// upper-casing command names), then the marker SET.
+    fn expect(&mut self, want: &[&[&str]]) {
+        for w in want {
+            let mut got = self.next();
+            got[0] = got[0].to_ascii_uppercase();
+            assert_eq!(got, w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        }
+    }
+}
+
+fn marker(c: &mut Connection, s: &mut ReplStream, n: u32) {
+    q::<String>(c, c!["SET", "marker", n.to_string()]);
+    let got = s.next();
+    assert_eq!(
+        got,
+        vec!["SET".to_string(), "marker".into(), n.to_string()],
+        "nothing else propagated"
+    );
+}
+
+fn primary() -> Server {
+    Server::start_with_module_args(
+        &[
+            "--repl-diskless-sync",
+            "no",
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
+        &["active-expire", "no"],
+    )
+}
+
+#[test]
+fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
+    let s = primary();
+    let mut c = s.conn();
+    let mut r = ReplStream::connect(s.port);
+    let before = server_ms(&mut c);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
+    let add = r.next();
+    let after = server_ms(&mut c);
+    assert_eq!(
+        &add[..5],
+        &["XSET.ADD", "k", "PXAT", "MEMBERS", "1"].map(String::from)
+    );
+    assert_eq!(add[5], "a");
+    let at: u64 = add[6].parse().expect("absolute deadline");
+    assert!(
+        at >= before + 100_000 && at <= after + 100_000,
+        "{at} vs {before}..{after}"
+    );
+    // No-ops propagate nothing.
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "NX", "MEMBERS", "1", "a", "5"]);
+    q::<i64>(&mut c, c!["XSET.REM", "k", "nothere"]);
+    q::<Vec<i64>>(
+        &mut c,
+        c!["XSET.EXPIRE", "k", "5", "GT", "MEMBERS", "1", "a"],
+    );
+    q::<Vec<i64>>(&mut c, c!["XSET.PERSIST", "k", "MEMBERS", "1", "nothere"]);
+    q::<i64>(&mut c, c!["XSET.HAS", "k", "a"]);
+    marker(&mut c, &mut r, 1);
+    // EXPIRE becomes PEXPIREAT with the absolute time; PERSIST and REM as is.
+    let now = server_ms(&mut c);
+    q::<Vec<i64>>(
+        &mut c,
+        c!["XSET.PEXPIRE", "k", "50000", "MEMBERS", "2", "a", "nothere"],
+    );
+    let exp = r.next();
+    assert_eq!(exp[0], "XSET.PEXPIREAT");
+    let at: u64 = exp[2].parse().expect("absolute");
+    assert!((now + 50_000..now + 51_000).contains(&at));
+    assert_eq!(&exp[3..], &["MEMBERS", "1", "a"].map(String::from));
+    q::<Vec<i64>>(&mut c, c!["XSET.PERSIST", "k", "MEMBERS", "1", "a"]);
+    r.expect(&[&["XSET.PERSIST", "k", "MEMBERS", "1", "a"]]);
+    q::<i64>(&mut c, c!["XSET.REM", "k", "a"]);
+    r.expect(&[&["XSET.REM", "k", "a"]]);
+    // A past absolute time removes, and propagates the removal.
+    q::<i64>(
+        &mut c,
+        c![
+            "XSET.ADD",
+            "k",
+            "PXAT",
+            "MEMBERS",
+            "2",
+            "b",
+            "1",
+            "c",
+            (now + 9_000_000).to_string().as_str()
+        ],
+    );
+    let add = r.next();
+    assert_eq!(
+        &add[..7],
+        &[
+            "XSET.ADD",
+            "k",
+            "PXAT",
+            "MEMBERS",
+            "1",
+            "c",
+            &(now + 9_000_000).to_string()
+        ]
+        .map(String::from)
+    );
+    marker(&mut c, &mut r, 2);
+}
+
+#[test]
+fn lazy_expiry_propagates_explicit_removals() {
+    let s = primary();
+    let mut c = s.conn();
+    let mut r = ReplStream::connect(s.port);
+    q::<i64>(
+        &mut c,
+        c![
+            "XSET.ADD", "k", "PX", "MEMBERS", "3", "a", "30", "b", "30", "keep", "60000"
+        ],
+    );
+    r.next();
+    sleep(Duration::from_millis(60));
+    // A read on the primary reclaims and propagates the removal.
+    assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 1);
+    let mut rem = r.next();
+    rem[2..].sort();
+    assert_eq!(rem, ["XSET.REM", "k", "a", "b"].map(String::from));
+    marker(&mut c, &mut r, 1);
+    // A write meeting an expired member reclaims it first, then writes.
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "PX", "MEMBERS", "1", "x", "30"]);
+    r.next();
+    sleep(Duration::from_millis(60));
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "x", "100"]);
+    r.expect(&[&["MULTI"], &["XSET.REM", "k", "x"]]);
+    let add = r.next();
+    assert_eq!(
+        &add[..6],
+        &["XSET.ADD", "k", "PXAT", "MEMBERS", "1", "x"].map(String::from)
+    );
+    r.expect(&[&["EXEC"]]);
+    // The last member expiring deletes the key on the replica too.
+    q::<Vec<i64>>(
+        &mut c,
+        c!["XSET.PEXPIRE", "k", "20", "MEMBERS", "2", "keep", "x"],
+    );
+    r.next();
+    sleep(Duration::from_millis(40));
+    assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "k", "keep"]), 0);
+    let mut rem = r.next();
+    rem[2..].sort();
+    assert_eq!(rem, ["XSET.REM", "k", "keep", "x"].map(String::from));
+    assert_eq!(q::<i64>(&mut c, c!["EXISTS", "k"]), 0);
+}
+
+#[test]
+fn active_expiry_propagates_removals() {
+    let s = primary();
+    let mut c = s.conn();
+    let mut r = ReplStream::connect(s.port);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "PX", "MEMBERS", "1", "a", "30"]);
+    r.next();
+    q::<String>(&mut c, c!["CONFIG", "SET", "xset.active-expire", "yes"]);
+    r.expect(&[&["XSET.REM", "k", "a"]]);
+    assert_eq!(q::<i64>(&mut c, c!["EXISTS", "k"]), 0);
+}
+
+fn wait_link_up(c: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = q(c, c!["INFO", "replication"]);
+        if info.contains("master_link_status:up") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "replica never synced: {info}");
+        sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn replica_converges_after_churn_and_expiry_and_hides_expired_members() {
+    let p = Server::start(&["--repl-diskless-sync-delay", "0"]);
+    let mut pc = p.conn();
+    // Data present before the sync travels in the RDB.
+    q::<i64>(&mut pc, c!["XSET.ADD", "pre", "a", "1000", "b", "2000"]);
+    let port = p.port.to_string();
+    let rep = Server::start(&["--replicaof", "127.0.0.1", port.as_str()]);
+    let mut rc = rep.conn();
+    wait_link_up(&mut rc);
+    q::<String>(&mut pc, c!["CONFIG", "SET", "xset.active-expire", "no"]);
+    // Churn: adds with conditions, removals, expires, persists, short TTLs.
+    for round in 0..30u32 {
+        let k = format!("k{}", round % 5);
+        let m = format!("m{}", round % 7);
+        let ttl = (100 + round * 37 % 400).to_string();
+        q::<i64>(
+            &mut pc,
+            c!["XSET.ADD", k.as_str(), m.as_str(), ttl.as_str(), "x", "900"],
+        );
+        q::<i64>(
+            &mut pc,
+            c![
+                "XSET.ADD",
+                k.as_str(),
+                "GT",
+                "PX",
+                "MEMBERS",
+                "1",
+                m.as_str(),
+                "40"
+            ],
+        );
+        q::<i64>(
+            &mut pc,
+            c![
+                "XSET.ADD",
+                k.as_str(),
+                "PX",
+                "MEMBERS",
+                "1",
+                format!("short{round}"),
+                "40"
+            ],
+        );
+        if round % 3 == 0 {
+            q::<i64>(&mut pc, c!["XSET.REM", k.as_str(), "x"]);
+        }
+        if round % 4 == 0 {
+            q::<Vec<i64>>(
+                &mut pc,
+                c!["XSET.PERSIST", k.as_str(), "MEMBERS", "1", m.as_str()],
+            );
+        }
+        q::<i64>(
+            &mut pc,
+            c![
+                "XSET.ADD",
+                k.as_str(),
+                "MAXLEN",
+                "6",
+                "MEMBERS",
+                "1",
+                format!("cap{round}"),
+                "500"
+            ],
+        );
+    }
+    q::<i64>(&mut pc, c!["WAIT", "1", "2000"]);
+    sleep(Duration::from_millis(60));
+    // Short members are due now. The replica hides them but keeps them.
+    let rcard: i64 = q(&mut rc, c!["XSET.CARD", "k0"]);
+    let stored_before: i64 = q(&mut rc, c!["MEMORY", "USAGE", "k0"]);
+    let pcard: i64 = q(&mut pc, c!["XSET.CARD", "k0"]);
+    assert_eq!(rcard, pcard, "replica hides expired members on reads");
+    assert_eq!(q::<i64>(&mut rc, c!["XSET.HAS", "k0", "short25"]), 0);
+    // Touch every key on the primary: lazy removals flow to the replica.
+    for k in 0..5 {
+        q::<i64>(&mut pc, c!["XSET.CARD", format!("k{k}")]);
+    }
+    q::<i64>(&mut pc, c!["WAIT", "1", "2000"]);
+    let stored_after: i64 = q(&mut rc, c!["MEMORY", "USAGE", "k0"]);
+    assert!(
+        stored_after <= stored_before,
+        "removals reached the replica"
+    );
+    let pd: String = q(&mut pc, c!["DEBUG", "DIGEST"]);
+    let rd: String = q(&mut rc, c!["DEBUG", "DIGEST"]);
+    assert_eq!(pd, rd, "primary and replica hold the same data");
+    for k in ["pre", "k0", "k1", "k2", "k3", "k4"] {
+        assert_eq!(snapshot(&mut pc, k), snapshot(&mut rc, k), "{k}");
+    }
+    let info: String = q(&mut rc, c!["INFO", "xset"]);
+    assert!(
+        info.contains("expired_members_lazy:0"),
+        "replicas never reclaim: {info}"
+    );
+}
