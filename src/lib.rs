@@ -225,6 +225,7 @@ redis_module! {
         string: [],
         bool: [
             ["active-expire", &*expiry::ACTIVE_EXPIRE, true, ConfigurationFlags::DEFAULT, None],
+            ["notify-expired-members", &*commands::NOTIFY_EXPIRED_MEMBERS, false, ConfigurationFlags::DEFAULT, None],
         ],
         enum: [],
         module_args_as_configuration: true,

@@ -20,11 +20,18 @@ pub mod write;
 use crate::errors;
 use crate::expiry;
 use crate::ffi::type_methods::XSET_TYPE;
-use crate::ffi::{Clock, clock};
+use crate::ffi::{self, Clock, clock};
 use crate::stats;
 use crate::xset::XSet;
+use lazy_static::lazy_static;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+lazy_static! {
+    /// `xset.notify-expired-members`: publish the members that expire.
+    pub static ref NOTIFY_EXPIRED_MEMBERS: AtomicBool = AtomicBool::new(false);
+}
 
 /// At most this many due members are reclaimed when a command touches a
 /// key; any rest stays hidden from replies and is left to later touches, so
@@ -101,8 +108,22 @@ pub fn reclaim_due(
     if !gone.is_empty() {
         propagate_rem(ctx, key, &gone);
         notify(ctx, "xset.expired", key);
+        if NOTIFY_EXPIRED_MEMBERS.load(Ordering::Relaxed) {
+            publish_expired(ctx, key, &gone);
+        }
     }
     gone.len()
+}
+
+/// Publishes each expired member on `__xset@<db>__:expired:<key>`, one
+/// message per member (binary-safe), when `xset.notify-expired-members` is
+/// on. Keyspace events name only the key; this says which members went.
+fn publish_expired(ctx: &Context, key: &RedisString, gone: &[Box<[u8]>]) {
+    let mut channel = format!("__xset@{}__:expired:", ffi::selected_db(ctx)).into_bytes();
+    channel.extend_from_slice(key.as_slice());
+    for member in gone {
+        ffi::publish(ctx, &channel, member);
+    }
 }
 
 /// Opens `key` for writing and runs `body` on its set: an empty set when the

@@ -328,3 +328,27 @@ pub fn subscribe_keyspace_moves(ctx: &Context) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Publishes `message` on Pub/Sub `channel` (cluster-wide in a cluster).
+pub fn publish(ctx: &Context, channel: &[u8], message: &[u8]) {
+    // SAFETY: presence checked; strings are created in `ctx` (auto-freed
+    // with it) and only read by the call.
+    let (publish, create) = unsafe {
+        (
+            raw::RedisModule_PublishMessage,
+            raw::RedisModule_CreateString,
+        )
+    };
+    let (Some(publish), Some(create)) = (publish, create) else {
+        return;
+    };
+    unsafe {
+        let ch = create(ctx.get_raw(), channel.as_ptr().cast(), channel.len());
+        let msg = create(ctx.get_raw(), message.as_ptr().cast(), message.len());
+        publish(ctx.get_raw(), ch, msg);
+        if let Some(free) = raw::RedisModule_FreeString {
+            free(ctx.get_raw(), ch);
+            free(ctx.get_raw(), msg);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Keyspace notifications (module class `d`, plus generic `del`) and the
+//! opt-in Pub/Sub channel that names the members that expired.
+
+mod common;
+
+use common::*;
+use redis::PubSub;
+use std::thread::sleep;
+use std::time::Duration;
+
+/// Every (channel, payload) that arrives until 200 ms pass with nothing.
+fn drain(ps: &mut PubSub) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Ok(m) = ps.get_message() {
+        out.push((
+            m.get_channel_name().to_string(),
+            m.get_payload_bytes().to_vec(),
+        ));
+    }
+    out
+}
+
+fn payloads(events: &[(String, Vec<u8>)]) -> Vec<String> {
+    events
+        .iter()
+        .map(|(_, p)| String::from_utf8_lossy(p).into_owned())
+        .collect()
+}
+
+#[test]
+fn each_write_emits_its_event_and_no_ops_emit_nothing() {
+    let s = Server::start_with_module_args(
+        &["--notify-keyspace-events", "Kgd"],
+        &["active-expire", "no"],
+    );
+    let mut c = s.conn();
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyspace@0__:k").expect("psubscribe");
+    ps.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100", "b", "100"]);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "NX", "MEMBERS", "1", "a", "5"]);
+    q::<i64>(&mut c, c!["XSET.REM", "k", "nothere"]);
+    q::<Vec<i64>>(&mut c, c!["XSET.EXPIRE", "k", "500", "MEMBERS", "1", "a"]);
+    q::<Vec<i64>>(&mut c, c!["XSET.PERSIST", "k", "MEMBERS", "1", "a"]);
+    q::<Vec<i64>>(&mut c, c!["XSET.PERSIST", "k", "MEMBERS", "1", "a"]);
+    q::<i64>(&mut c, c!["XSET.REM", "k", "a"]);
+    q::<Vec<i64>>(&mut c, c!["XSET.PEXPIRE", "k", "20", "MEMBERS", "1", "b"]);
+    sleep(Duration::from_millis(40));
+    q::<i64>(&mut c, c!["XSET.CARD", "k"]);
+    let got = payloads(&drain(&mut ps));
+    assert_eq!(
+        got,
+        [
+            "xset.add",
+            "xset.expire",
+            "xset.persist",
+            "xset.rem",
+            "xset.expire",
+            "xset.expired",
+            "del"
+        ]
+    );
+}
+
+#[test]
+fn active_expiry_emits_one_event_per_key_per_batch() {
+    let s = Server::start(&["--notify-keyspace-events", "Kgd"]);
+    let mut c = s.conn();
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__keyspace@0__:*").expect("psubscribe");
+    ps.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let mut args: Vec<String> = ["XSET.ADD", "big", "PX", "MEMBERS", "100"]
+        .map(String::from)
+        .to_vec();
+    for i in 0..100 {
+        args.push(format!("m{i}"));
+        args.push("50".into());
+    }
+    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    q::<i64>(&mut c, &refs);
+    let got = payloads(&drain(&mut ps));
+    assert_eq!(got, ["xset.add", "xset.expired", "del"]);
+}
+
+#[test]
+fn opt_in_channel_names_each_expired_member() {
+    let s = Server::start_with_module_args(&[], &["notify-expired-members", "yes"]);
+    let mut c = s.conn();
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__xset@*__:expired:*").expect("psubscribe");
+    ps.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    q::<i64>(
+        &mut c,
+        &[
+            b"XSET.ADD",
+            b"otp",
+            b"PX",
+            b"MEMBERS",
+            b"3",
+            b"123456",
+            b"30",
+            b"\x00bin",
+            b"30",
+            b"live",
+            b"60000",
+        ],
+    );
+    let got = drain(&mut ps);
+    let mut members: Vec<Vec<u8>> = got.iter().map(|(_, p)| p.clone()).collect();
+    members.sort();
+    assert_eq!(members, vec![b"\x00bin".to_vec(), b"123456".to_vec()]);
+    assert!(
+        got.iter().all(|(ch, _)| ch == "__xset@0__:expired:otp"),
+        "{got:?}"
+    );
+    // Off by default, and switchable at run time.
+    q::<String>(
+        &mut c,
+        c!["CONFIG", "SET", "xset.notify-expired-members", "no"],
+    );
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADD", "otp", "PX", "MEMBERS", "1", "quiet", "30"],
+    );
+    assert!(drain(&mut ps).is_empty());
+}
