@@ -1,0 +1,446 @@
+//! Every error path of every command against a real redis-server: the exact
+//! error line, a server that still answers `PING` afterwards, and a keyspace
+//! that the rejected command left exactly as it was (`DEBUG DIGEST` of the
+//! whole database plus the snapshot of the xset key).
+
+mod common;
+
+use common::*;
+use redis::{Connection, Value};
+
+const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+const SYNTAX: &str = "ERR syntax error";
+const NX_AND_XX: &str = "ERR XX and NX options at the same time are not compatible";
+const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+const COUNT_POSITIVE: &str = "ERR MEMBERS count must be a positive integer";
+const COUNT_MISMATCH: &str = "ERR the MEMBERS count must match the number of members that follow";
+const PAIRS_MISSING: &str = "ERR every member must be followed by its ttl";
+const MAXLEN_POSITIVE: &str = "ERR MAXLEN must be a positive integer";
+const INVALID_CURSOR: &str = "ERR invalid cursor";
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// The TTL and the EXPIRE families: each shares one parser.
+const TTL_FAMILY: &str = "XSET.TTL XSET.PTTL XSET.EXPIRETIME XSET.PEXPIRETIME";
+const EXPIRE_FAMILY: &str = "XSET.EXPIRE XSET.PEXPIRE XSET.EXPIREAT XSET.PEXPIREAT";
+
+/// Integers Redis's `string2ll` refuses, separated by `|`.
+const BAD_INTS: &str = "+1|01|1.5| 1|1 ||-|-0|abc|9223372036854775808|-9223372036854775809";
+
+fn arity(cmd: &str) -> String {
+    let cmd = cmd.to_lowercase();
+    format!("ERR wrong number of arguments for '{cmd}' command")
+}
+
+fn invalid_expire(cmd: &str) -> String {
+    format!(
+        "ERR invalid expire time in '{}' command",
+        cmd.to_lowercase()
+    )
+}
+
+/// A command (words separated by single spaces, a `{}` word replaced by
+/// `slot`) and the error line it must get.
+type Case = (Vec<String>, String);
+
+fn case_with(template: &str, slot: &str, want: impl Into<String>) -> Case {
+    let args = template
+        .split(' ')
+        .map(|w| if w == "{}" { slot } else { w }.to_string())
+        .collect();
+    (args, want.into())
+}
+
+fn case(template: &str, want: impl Into<String>) -> Case {
+    case_with(template, "", want)
+}
+
+/// Runs a command given as space-separated words and converts its reply.
+fn run<T: redis::FromRedisValue>(c: &mut Connection, cmd: &str) -> T {
+    q(c, &cmd.split(' ').map(str::as_bytes).collect::<Vec<_>>())
+}
+
+/// A server holding `k` (an xset: `a` and `b` with deadlines, `p` without),
+/// `s` (a string) and `l` (a list).
+fn fixture() -> (Server, Connection) {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    run::<i64>(&mut c, "XSET.ADD k a 1000 b 2000 p 3000");
+    run::<Vec<i64>>(&mut c, "XSET.PERSIST k MEMBERS 1 p");
+    run::<()>(&mut c, "SET s v");
+    run::<i64>(&mut c, "RPUSH l x y");
+    (s, c)
+}
+
+type State = (String, i64, Vec<(Vec<u8>, i64)>);
+
+/// The whole keyspace: its digest, its size and the members of `k`.
+fn state(c: &mut Connection) -> State {
+    (run(c, "DEBUG DIGEST"), run(c, "DBSIZE"), snapshot(c, "k"))
+}
+
+/// The reply as one line: `CODE detail` for an error, else the value.
+fn outcome(c: &mut Connection, args: &[String]) -> String {
+    let refs: Vec<&[u8]> = args.iter().map(String::as_bytes).collect();
+    match try_q::<Value>(c, &refs) {
+        Ok(v) => format!("no error, replied {v:?}"),
+        Err(e) => match (e.code(), e.detail()) {
+            (Some(code), Some(detail)) => format!("{code} {detail}"),
+            (Some(code), None) => code.to_string(),
+            _ => e.to_string(),
+        },
+    }
+}
+
+/// Sends every case and checks its exact error, that the server still
+/// answers and that nothing in the keyspace changed. All mismatches are
+/// reported together.
+fn expect_errors(c: &mut Connection, cases: &[Case]) {
+    let mut before = state(c);
+    let mut bad = Vec::new();
+    for (args, want) in cases {
+        let got = outcome(c, args);
+        if got != *want {
+            bad.push(format!("{args:?}\n  expected {want:?}\n  got      {got:?}"));
+        }
+        let pong = try_q::<String>(c, c!["PING"]);
+        assert_eq!(pong.ok().as_deref(), Some("PONG"), "down after {args:?}");
+        let after = state(c);
+        if after != before {
+            bad.push(format!(
+                "{args:?} changed the keyspace\n  {before:?}\n  {after:?}"
+            ));
+            before = after;
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} failures:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn wrong_type_from_every_command() {
+    let (_s, mut c) = fixture();
+    let mut templates: Vec<String> = [
+        "XSET.ADD {} a 10",
+        "XSET.ADD {} NX PX MEMBERS 1 a 10",
+        "XSET.HAS {} a",
+        "XSET.MHAS {} a b",
+        "XSET.MEMBERS {}",
+        "XSET.MEMBERS {} REV LIMIT 0 1 WITHTTL",
+        "XSET.REM {} a",
+        "XSET.CARD {}",
+        "XSET.PERSIST {} MEMBERS 1 a",
+        "XSET.SCAN {} 0",
+        "XSET.SCAN {} 0 MATCH * COUNT 5 WITHTTL",
+    ]
+    .map(String::from)
+    .into();
+    for n in TTL_FAMILY.split(' ') {
+        templates.push(format!("{n} {{}} a"));
+        templates.push(format!("{n} {{}} MEMBERS 2 a b"));
+    }
+    for n in EXPIRE_FAMILY.split(' ') {
+        templates.push(format!("{n} {{}} 10 MEMBERS 1 a"));
+        templates.push(format!("{n} {{}} 0 GT MEMBERS 1 a"));
+    }
+    let cases: Vec<Case> = ["s", "l"]
+        .iter()
+        .flat_map(|key| templates.iter().map(|t| case_with(t, key, WRONGTYPE)))
+        .collect();
+    expect_errors(&mut c, &cases);
+    assert_eq!(run::<String>(&mut c, "GET s"), "v");
+    assert_eq!(run::<Vec<String>>(&mut c, "LRANGE l 0 -1"), ["x", "y"]);
+    assert_eq!(run::<i64>(&mut c, "XSET.CARD k"), 3);
+}
+
+#[test]
+fn arity_errors() {
+    let (_s, mut c) = fixture();
+    let mut cases: Vec<Case> = [
+        "XSET.ADD",
+        "XSET.ADD k",
+        "XSET.ADD k a",
+        "XSET.ADD k MEMBERS",
+        "XSET.HAS k",
+        "XSET.HAS k a b",
+        "XSET.MHAS k",
+        "XSET.MEMBERS",
+        "XSET.REM k",
+        "XSET.CARD",
+        "XSET.CARD k a",
+        "XSET.PERSIST k",
+        "XSET.PERSIST k MEMBERS 1",
+        "XSET.SCAN",
+        "XSET.SCAN k",
+    ]
+    .iter()
+    .map(|cmd| case(cmd, arity(cmd.split(' ').next().unwrap_or(cmd))))
+    .collect();
+    for n in TTL_FAMILY.split(' ') {
+        cases.push(case(n, arity(n)));
+        cases.push(case(&format!("{n} k"), arity(n)));
+        // Four arguments fit Redis's arity (-3) but neither form.
+        cases.push(case(&format!("{n} k a b"), arity(n)));
+        cases.push(case(&format!("{n} k MEMBERS 1"), arity(n)));
+    }
+    for n in EXPIRE_FAMILY.split(' ') {
+        cases.push(case(&format!("{n} k"), arity(n)));
+        cases.push(case(&format!("{n} k 10 MEMBERS"), arity(n)));
+        cases.push(case(&format!("{n} k 10 MEMBERS 1"), arity(n)));
+    }
+    expect_errors(&mut c, &cases);
+}
+
+#[test]
+fn malformed_integers_are_rejected() {
+    let (_s, mut c) = fixture();
+    let mut templates: Vec<String> = [
+        "XSET.ADD k a {}",
+        "XSET.ADD new a 10 b {}",
+        "XSET.ADD k PX MEMBERS 1 a {}",
+        "XSET.ADD k EXAT MEMBERS 2 a 10 b {}",
+        "XSET.ADD k MEMBERS {} a 10",
+        "XSET.ADD k MAXLEN {} MEMBERS 1 a 10",
+        "XSET.PERSIST k MEMBERS {} a",
+        "XSET.MEMBERS k LIMIT {} 1",
+        "XSET.MEMBERS k LIMIT 0 {}",
+        "XSET.SCAN k 0 COUNT {}",
+    ]
+    .map(String::from)
+    .into();
+    for n in TTL_FAMILY.split(' ') {
+        templates.push(format!("{n} k MEMBERS {{}} a"));
+    }
+    for n in EXPIRE_FAMILY.split(' ') {
+        templates.push(format!("{n} k {{}} MEMBERS 1 a"));
+        templates.push(format!("{n} k 10 NX MEMBERS {{}} a"));
+    }
+    let cases: Vec<Case> = templates
+        .iter()
+        .flat_map(|t| {
+            BAD_INTS
+                .split('|')
+                .map(move |i| case_with(t, i, NOT_INTEGER))
+        })
+        .collect();
+    expect_errors(&mut c, &cases);
+}
+
+#[test]
+fn invalid_expire_times() {
+    let (_s, mut c) = fixture();
+    let mut cases: Vec<Case> = [
+        "XSET.ADD k a 0",
+        "XSET.ADD k a -1",
+        "XSET.ADD k a -9223372036854775808",
+        "XSET.ADD k a 9223372036854775807",
+        "XSET.ADD k a 9223372036854776",
+        "XSET.ADD k a 10 b 0",
+        "XSET.ADD new a 10 b 0",
+        "XSET.ADD k EX MEMBERS 1 a 0",
+        "XSET.ADD k EX MEMBERS 1 a 9223372036854775807",
+        "XSET.ADD k PX MEMBERS 1 a -5",
+        "XSET.ADD k PX MEMBERS 1 a 9223372036854775807",
+        "XSET.ADD k EXAT MEMBERS 1 a 0",
+        "XSET.ADD k EXAT MEMBERS 1 a 9223372036854775807",
+        "XSET.ADD k EXAT MEMBERS 1 a 9223372036854776",
+        "XSET.ADD k PXAT MEMBERS 1 a 0",
+        "XSET.ADD k PXAT MEMBERS 1 a -1",
+        "XSET.ADD k XX GT PXAT MEMBERS 2 a 1 b -1",
+    ]
+    .iter()
+    .map(|cmd| case(cmd, invalid_expire("xset.add")))
+    .collect();
+    for n in EXPIRE_FAMILY.split(' ') {
+        cases.push(case(&format!("{n} k -1 MEMBERS 1 a"), invalid_expire(n)));
+        let min = format!("{n} k -9223372036854775808 XX MEMBERS 1 a");
+        cases.push(case(&min, invalid_expire(n)));
+    }
+    // Overflow in every unit that can overflow: a PEXPIREAT of i64::MAX is
+    // the largest deadline and is accepted (see below).
+    for n in ["XSET.EXPIRE", "XSET.PEXPIRE", "XSET.EXPIREAT"] {
+        let max = format!("{n} k 9223372036854775807 MEMBERS 1 a");
+        cases.push(case(&max, invalid_expire(n)));
+    }
+    for cmd in [
+        "XSET.EXPIRE k 9223372036854775 MEMBERS 1 a",
+        "XSET.EXPIREAT k 9223372036854776 MEMBERS 1 a",
+    ] {
+        cases.push(case(cmd, invalid_expire(&cmd[..cmd.find(' ').unwrap()])));
+    }
+    expect_errors(&mut c, &cases);
+}
+
+#[test]
+fn syntax_errors() {
+    let (_s, mut c) = fixture();
+    let mut cases = vec![
+        // XSET.ADD, option form.
+        case("XSET.ADD k NX FOO MEMBERS 1 a 10", SYNTAX),
+        case("XSET.ADD k MAXLEN 5 BAR MEMBERS 1 a 10", SYNTAX),
+        case("XSET.ADD k NX a 10", SYNTAX),
+        case("XSET.ADD k NX EX", SYNTAX),
+        case("XSET.ADD k EX PX", SYNTAX),
+        case("XSET.ADD k NX MEMBERS", SYNTAX),
+        case("XSET.ADD k PX EXAT MEMBERS 1 a 10", SYNTAX),
+        case("XSET.ADD k EX EX MEMBERS 1 a 10", SYNTAX),
+        case("XSET.ADD k PXAT px MEMBERS 1 a 10", SYNTAX),
+        case("XSET.ADD k NX XX MEMBERS 1 a 10", NX_AND_XX),
+        case("XSET.ADD k xx GT nx MEMBERS 1 a 10", NX_AND_XX),
+        case("XSET.ADD k GT LT MEMBERS 1 a 10", GT_LT_NX),
+        case("XSET.ADD k lt XX gt MEMBERS 1 a 10", GT_LT_NX),
+        case("XSET.ADD k NX GT MEMBERS 1 a 10", GT_LT_NX),
+        case("XSET.ADD k LT EX NX MEMBERS 1 a 10", GT_LT_NX),
+        case("XSET.ADD k MEMBERS 0 a 10", COUNT_POSITIVE),
+        case("XSET.ADD k MEMBERS -1 a 10", COUNT_POSITIVE),
+        case("XSET.ADD k NX MEMBERS -9223372036854775808", COUNT_POSITIVE),
+        case("XSET.ADD k MEMBERS 1", COUNT_MISMATCH),
+        case("XSET.ADD k MEMBERS 1 a", COUNT_MISMATCH),
+        case("XSET.ADD k MEMBERS 2 a 10", COUNT_MISMATCH),
+        case("XSET.ADD k MEMBERS 1 a 10 b 20", COUNT_MISMATCH),
+        case("XSET.ADD k MEMBERS 9223372036854775807 a 1", COUNT_MISMATCH),
+        case("XSET.ADD k MAXLEN 0 MEMBERS 1 a 10", MAXLEN_POSITIVE),
+        case("XSET.ADD k MAXLEN -3 MEMBERS 1 a 10", MAXLEN_POSITIVE),
+        case("XSET.ADD k NX MAXLEN", SYNTAX),
+        case("XSET.ADD k MAXLEN MEMBERS 1 a 10", NOT_INTEGER),
+        // XSET.ADD, card form.
+        case("XSET.ADD k a 10 b", PAIRS_MISSING),
+        case("XSET.ADD new a 10 b 20 c", PAIRS_MISSING),
+        // XSET.MEMBERS.
+        case("XSET.MEMBERS k FOO", SYNTAX),
+        case("XSET.MEMBERS k REV BAR", SYNTAX),
+        case("XSET.MEMBERS k LIMIT", SYNTAX),
+        case("XSET.MEMBERS k LIMIT 0", SYNTAX),
+        case("XSET.MEMBERS k WITHTTL LIMIT 1", SYNTAX),
+        case("XSET.MEMBERS k LIMIT 0 1 EXTRA", SYNTAX),
+        // XSET.SCAN.
+        case("XSET.SCAN k abc", INVALID_CURSOR),
+        case("XSET.SCAN k -1", INVALID_CURSOR),
+        case("XSET.SCAN k 1.5", INVALID_CURSOR),
+        case("XSET.SCAN k 18446744073709551616", INVALID_CURSOR),
+        case("XSET.SCAN k 0 COUNT 0", SYNTAX),
+        case("XSET.SCAN k 0 COUNT -1", SYNTAX),
+        case("XSET.SCAN k 0 COUNT", SYNTAX),
+        case("XSET.SCAN k 0 MATCH", SYNTAX),
+        case("XSET.SCAN k 0 WITHTTL FOO", SYNTAX),
+        case("XSET.SCAN k 0 MATCH * COUNT 5 EXTRA", SYNTAX),
+        // XSET.PERSIST.
+        case("XSET.PERSIST k a b c", SYNTAX),
+        case("XSET.PERSIST k FIELDS 1 a", SYNTAX),
+        case("XSET.PERSIST k MEMBERS 0 a", COUNT_POSITIVE),
+        case("XSET.PERSIST k MEMBERS -2 a b", COUNT_POSITIVE),
+        case("XSET.PERSIST k MEMBERS 2 a", COUNT_MISMATCH),
+        case("XSET.PERSIST k MEMBERS 1 a b", COUNT_MISMATCH),
+    ];
+    for n in TTL_FAMILY.split(' ') {
+        cases.extend([
+            case(&format!("{n} k FOO 1 a"), SYNTAX),
+            case(&format!("{n} k MEMBERS 0 a"), COUNT_POSITIVE),
+            case(&format!("{n} k MEMBERS 2 a"), COUNT_MISMATCH),
+            case(&format!("{n} k MEMBERS 1 a b"), COUNT_MISMATCH),
+        ]);
+    }
+    for n in EXPIRE_FAMILY.split(' ') {
+        cases.extend([
+            case(&format!("{n} k 10 a b c"), SYNTAX),
+            case(&format!("{n} k 10 FOO MEMBERS 1 a"), SYNTAX),
+            case(&format!("{n} k 10 NX XX MEMBERS 1 a"), SYNTAX),
+            case(&format!("{n} k 10 GT MEMBERS 1 a EXTRA"), COUNT_MISMATCH),
+            case(&format!("{n} k 10 MEMBERS 0 a"), COUNT_POSITIVE),
+            case(&format!("{n} k 10 LT MEMBERS -1 a"), COUNT_POSITIVE),
+            case(&format!("{n} k 10 NX MEMBERS 1"), COUNT_MISMATCH),
+            case(&format!("{n} k 0 MEMBERS 3 a b"), COUNT_MISMATCH),
+        ]);
+    }
+    expect_errors(&mut c, &cases);
+}
+
+#[test]
+fn rejected_writes_change_nothing() {
+    let (_s, mut c) = fixture();
+    // On a missing key: nothing is created.
+    for cmd in [
+        "XSET.ADD new a 10 b 0",
+        "XSET.ADD new PX MEMBERS 2 a 10 b -1",
+        "XSET.ADD new NX GT MEMBERS 1 a 10",
+    ] {
+        outcome(&mut c, &case(cmd, "").0);
+        assert_eq!(run::<i64>(&mut c, "EXISTS new"), 0, "{cmd}");
+    }
+    // On an existing key: each command would change `k` had its valid part
+    // been applied (a new deadline, a new member, a trim, a removal).
+    let before = snapshot(&mut c, "k");
+    let digest: Vec<String> = run(&mut c, "DEBUG DIGEST-VALUE k");
+    for cmd in [
+        "XSET.ADD k a 999 zz 0",
+        "XSET.ADD k a 999 zz",
+        "XSET.ADD k MAXLEN 1 MEMBERS 2 c 10 d 0",
+        "XSET.ADD k XX MEMBERS 2 a 5 b 5 c",
+        "XSET.EXPIRE k 0 MEMBERS 3 a b",
+        "XSET.EXPIRE k 5 MEMBERS 1 a b",
+        "XSET.PEXPIRE k 5 NX MEMBERS 0 p",
+        "XSET.PERSIST k MEMBERS 3 a b",
+        "XSET.PERSIST k a b c",
+    ] {
+        let got = outcome(&mut c, &case(cmd, "").0);
+        assert!(got.starts_with("ERR "), "{cmd}: {got}");
+        assert_eq!(snapshot(&mut c, "k"), before, "{cmd}");
+        assert_eq!(run::<Vec<String>>(&mut c, "DEBUG DIGEST-VALUE k"), digest);
+        assert_eq!(run::<String>(&mut c, "PING"), "PONG");
+    }
+    // The digest does see a new deadline, so the checks above bite.
+    run::<i64>(&mut c, "XSET.ADD k a 999");
+    assert_ne!(run::<Vec<String>>(&mut c, "DEBUG DIGEST-VALUE k"), digest);
+}
+
+#[test]
+fn out_of_memory_rejects_adds_only() {
+    let (_s, mut c) = fixture();
+    run::<()>(&mut c, "CONFIG SET maxmemory 1");
+    let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+    let cases = [
+        "XSET.ADD k a 10",
+        "XSET.ADD new a 10",
+        "XSET.ADD k PX MEMBERS 1 c 10",
+    ];
+    expect_errors(&mut c, &cases.map(|cmd| case(cmd, oom)));
+    // Commands that cannot grow a set still run.
+    assert_eq!(run::<i64>(&mut c, "XSET.REM k a"), 1);
+    assert_eq!(run::<Vec<i64>>(&mut c, "XSET.EXPIRE k 50 MEMBERS 1 b"), [1]);
+    assert_eq!(run::<Vec<i64>>(&mut c, "XSET.PERSIST k MEMBERS 1 b"), [1]);
+    run::<()>(&mut c, "CONFIG SET maxmemory 0");
+    assert_eq!(run::<i64>(&mut c, "XSET.ADD k a 10"), 1);
+}
+
+#[test]
+fn limits_just_inside_are_accepted() {
+    let (_s, mut c) = fixture();
+    // Time 0 in the EXPIRE family is not an error: it removes (code 2).
+    assert_eq!(
+        run::<Vec<i64>>(&mut c, "XSET.EXPIRE k 0 MEMBERS 2 a zz"),
+        [2, -2]
+    );
+    assert_eq!(
+        run::<Vec<i64>>(&mut c, "XSET.PEXPIREAT k 0 MEMBERS 1 b"),
+        [2]
+    );
+    assert_eq!(run::<i64>(&mut c, "XSET.CARD k"), 1);
+    assert_eq!(
+        run::<Vec<i64>>(&mut c, "XSET.EXPIRE new 0 MEMBERS 1 a"),
+        [-2]
+    );
+    assert_eq!(run::<i64>(&mut c, "EXISTS new"), 0);
+    // The largest deadline, i64::MAX ms, is accepted.
+    let at_max = "XSET.PEXPIREAT k 9223372036854775807 MEMBERS 1 p";
+    assert_eq!(run::<Vec<i64>>(&mut c, at_max), [1]);
+    assert_eq!(run::<i64>(&mut c, "XSET.PEXPIRETIME k p"), i64::MAX);
+    let add_max = "XSET.ADD k PXAT MEMBERS 1 m 9223372036854775807";
+    assert_eq!(run::<i64>(&mut c, add_max), 1);
+    let add_secs = "XSET.ADD k EXAT MEMBERS 1 s 9223372036854775";
+    assert_eq!(run::<i64>(&mut c, add_secs), 1);
+    assert_eq!(run::<i64>(&mut c, "XSET.CARD k"), 3);
+    assert_eq!(run::<String>(&mut c, "PING"), "PONG");
+}
