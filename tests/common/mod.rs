@@ -34,6 +34,17 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
+/// A free port whose cluster bus port (port + 10000) is free too.
+fn free_cluster_port() -> u16 {
+    for _ in 0..1000 {
+        let p = free_port();
+        if p < 55_000 && TcpListener::bind(("127.0.0.1", p + 10_000)).is_ok() {
+            return p;
+        }
+    }
+    panic!("no free port pair for a cluster node");
+}
+
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
 /// A running `redis-server` with xset loaded; killed and cleaned on drop.
@@ -52,6 +63,17 @@ impl Server {
 
     /// As [`Server::start`], passing `module_args` to the module.
     pub fn start_with_module_args(extra: &[&str], module_args: &[&str]) -> Server {
+        Self::spawn(extra, module_args, free_port)
+    }
+
+    /// A Redis Cluster node (`cluster-enabled yes`) with the module.
+    pub fn start_cluster_node(extra: &[&str]) -> Server {
+        let mut args = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"];
+        args.extend_from_slice(extra);
+        Self::spawn(&args, &[], free_cluster_port)
+    }
+
+    fn spawn(extra: &[&str], module_args: &[&str], pick_port: fn() -> u16) -> Server {
         let dir = std::env::temp_dir().join(format!(
             "xset-test-{}-{}",
             std::process::id(),
@@ -61,7 +83,7 @@ impl Server {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let module = module_path();
         for _attempt in 0..5 {
-            let port = free_port();
+            let port = pick_port();
             let mut cmd = Command::new("redis-server");
             cmd.arg("--port")
                 .arg(port.to_string())
