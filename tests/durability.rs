@@ -297,3 +297,41 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
     let ok: Value = q(&mut c, c!["XSET.CARD", "k"]);
     assert_eq!(ok, Value::Int(2));
 }
+
+/// `MEMORY USAGE` agrees with what `INFO memory` sees the set cost, for
+/// short (inline) and long (heap) members, within 20%.
+#[test]
+fn memory_usage_is_honest() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    for (key, width) in [("short", 16usize), ("long", 40)] {
+        let used = |c: &mut Connection| -> i64 {
+            let info: String = q(c, c!["INFO", "memory"]);
+            info.lines()
+                .find_map(|l| l.strip_prefix("used_memory:"))
+                .and_then(|v| v.trim().parse().ok())
+                .expect("used_memory")
+        };
+        let before = used(&mut c);
+        for chunk in 0..200 {
+            let mut args: Vec<Vec<u8>> = vec![b"XSET.ADD".to_vec(), key.as_bytes().to_vec()];
+            for i in 0..1000 {
+                args.push(format!("{:0width$}", chunk * 1000 + i).into_bytes());
+                args.push((3600 + i % 100).to_string().into_bytes());
+            }
+            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            q::<i64>(&mut c, &refs);
+        }
+        let delta = used(&mut c) - before;
+        let reported: i64 = q(&mut c, c!["MEMORY", "USAGE", key, "SAMPLES", "0"]);
+        let ratio = reported as f64 / delta as f64;
+        eprintln!(
+            "{key}: MEMORY USAGE {reported}, used_memory delta {delta}, {:.1} B/member",
+            delta as f64 / 200_000.0
+        );
+        assert!(
+            (0.8..1.2).contains(&ratio),
+            "{key}: MEMORY USAGE {reported} vs used_memory delta {delta}"
+        );
+    }
+}

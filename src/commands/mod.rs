@@ -22,7 +22,7 @@ use crate::expiry;
 use crate::ffi::type_methods::XSET_TYPE;
 use crate::ffi::{self, Clock, clock};
 use crate::stats;
-use crate::xset::XSet;
+use crate::xset::{Member, XSet};
 use lazy_static::lazy_static;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -118,7 +118,7 @@ pub fn reclaim_due(
 /// Publishes each expired member on `__xset@<db>__:expired:<key>`, one
 /// message per member (binary-safe), when `xset.notify-expired-members` is
 /// on. Keyspace events name only the key; this says which members went.
-fn publish_expired(ctx: &Context, key: &RedisString, gone: &[Box<[u8]>]) {
+fn publish_expired(ctx: &Context, key: &RedisString, gone: &[Member]) {
     let mut channel = format!("__xset@{}__:expired:", ffi::selected_db(ctx)).into_bytes();
     channel.extend_from_slice(key.as_slice());
     for member in gone {

@@ -24,8 +24,11 @@
 
 pub mod encoding;
 mod glob;
+mod member;
+mod slab;
 
 pub use glob::glob_match;
+pub use member::Member;
 
 use hashbrown::DefaultHashBuilder;
 use hashbrown::HashTable;
@@ -141,20 +144,22 @@ pub enum PersistOutcome {
 /// A member and its deadline.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Entry {
-    member: Box<[u8]>,
+    member: Member,
     deadline_ms: u64,
 }
 
 /// A set whose members each carry their own absolute deadline.
 #[derive(Clone)]
 pub struct XSet {
-    slots: Vec<Option<Entry>>,
+    slots: slab::Chunked<Option<Entry>>,
     free: Vec<u32>,
     table: HashTable<u32>,
     by_deadline: BTreeSet<(u64, u32)>,
     hasher: DefaultHashBuilder,
     len: usize,
     member_bytes: usize,
+    /// Heap bytes of members too long to be stored inline.
+    member_heap_bytes: usize,
 }
 
 impl Default for XSet {
@@ -178,13 +183,14 @@ impl XSet {
     /// An empty set. Allocates nothing.
     pub fn new() -> Self {
         XSet {
-            slots: Vec::new(),
+            slots: slab::Chunked::default(),
             free: Vec::new(),
             table: HashTable::new(),
             by_deadline: BTreeSet::new(),
             hasher: DefaultHashBuilder::default(),
             len: 0,
             member_bytes: 0,
+            member_heap_bytes: 0,
         }
     }
 
@@ -212,19 +218,23 @@ impl XSet {
         self.member_bytes
     }
 
-    /// An estimate of the heap bytes this set holds, for `MEMORY USAGE`.
-    /// O(1).
+    /// The heap bytes this set holds, for `MEMORY USAGE`: exact for the
+    /// slab, hash table and long members (allocator size classes included),
+    /// estimated for the deadline index (B-tree leaves of 11 keys, about 60%
+    /// full when deadlines arrive in order). O(1).
     pub fn heap_bytes(&self) -> usize {
-        // A BTree leaf holds up to 11 keys of 16 bytes with ~70% fill on
-        // random inserts; the hash table holds a u32 plus a control byte per
-        // bucket at up to 7/8 load.
-        let entry = std::mem::size_of::<Option<Entry>>();
-        self.slots.capacity() * entry
-            + self.free.capacity() * 4
-            + self.table.capacity() * 5 * 8 / 7
-            + self.len * 16 * 10 / 7
-            + self.member_bytes
-            + self.len * 8 // allocator rounding of member buffers, on average
+        let slab = self.slots.heap_bytes();
+        let free = member::allocation_size(self.free.capacity() * 4);
+        let table = if self.table.capacity() == 0 {
+            0
+        } else {
+            // hashbrown: a power-of-two bucket count at up to 7/8 load, one
+            // u32 and one control byte per bucket, plus a group of slack.
+            let buckets = (self.table.capacity() * 8 / 7).next_power_of_two();
+            member::allocation_size(buckets * 5 + 16)
+        };
+        let index = self.len * 30;
+        slab + free + table + index + self.member_heap_bytes
     }
 
     fn hash(&self, member: &[u8]) -> u64 {
@@ -306,7 +316,7 @@ impl XSet {
         let slot = self.take_vacant_slot();
         let hash = self.hash(member);
         self.slots[slot as usize] = Some(Entry {
-            member: member.into(),
+            member: Member::new(member),
             deadline_ms,
         });
         let slots = &self.slots;
@@ -319,6 +329,11 @@ impl XSet {
         self.by_deadline.insert((deadline_ms, slot));
         self.len += 1;
         self.member_bytes += member.len();
+        self.member_heap_bytes += member::allocation_size(if member.len() > member::INLINE_MAX {
+            member.len()
+        } else {
+            0
+        });
     }
 
     fn take_vacant_slot(&mut self) -> u32 {
@@ -348,6 +363,7 @@ impl XSet {
         self.by_deadline.remove(&(entry.deadline_ms, slot));
         self.len -= 1;
         self.member_bytes -= entry.member.len();
+        self.member_heap_bytes -= entry.member.heap_bytes();
         if slot as usize + 1 == self.slots.len() {
             // Trailing vacancies are cut so the slab shrinks with the set;
             // stale free-list entries are skipped in `take_vacant_slot`.
@@ -480,7 +496,7 @@ impl XSet {
     /// soonest first, and returns them with the earliest deadline left
     /// (expired or not; `None` if nothing with a deadline remains).
     /// O(k log n) for k removed.
-    pub fn drain_expired(&mut self, now_ms: u64, limit: usize) -> (Vec<Box<[u8]>>, Option<u64>) {
+    pub fn drain_expired(&mut self, now_ms: u64, limit: usize) -> (Vec<Member>, Option<u64>) {
         let mut removed = Vec::new();
         while removed.len() < limit {
             match self.by_deadline.first() {
@@ -494,7 +510,7 @@ impl XSet {
     /// Removes the `count` live members that expire soonest (members without
     /// a deadline go last) and returns them; used to cap a set's length.
     /// Call after expired members were drained. O(k log n).
-    pub fn pop_soonest(&mut self, count: usize) -> Vec<Box<[u8]>> {
+    pub fn pop_soonest(&mut self, count: usize) -> Vec<Member> {
         let mut removed = Vec::with_capacity(count.min(self.len));
         while removed.len() < count {
             match self.by_deadline.first() {
@@ -572,6 +588,11 @@ impl XSet {
             );
         }
         assert_eq!(bytes, self.member_bytes, "member bytes");
+        let heap: usize = occupied
+            .iter()
+            .map(|&s| self.entry(s).member.heap_bytes())
+            .sum();
+        assert_eq!(heap, self.member_heap_bytes, "member heap bytes");
         for (s, slot) in self.slots.iter().enumerate() {
             if slot.is_none() {
                 assert!(

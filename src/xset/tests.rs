@@ -193,7 +193,7 @@ fn drain_returns_due_members_and_next_deadline() {
         );
     }
     let (gone, next) = s.drain_expired(30, 2);
-    assert_eq!(gone, vec![b"m1".to_vec().into(), b"m2".to_vec().into()]);
+    assert_eq!(gone, vec![Member::new(b"m1"), Member::new(b"m2")]);
     assert_eq!(next, Some(30), "the budget stopped before m0");
     s.check_invariants();
     let (gone, next) = s.drain_expired(30, 100);
