@@ -71,13 +71,12 @@ impl Sink for RdbIo {
 }
 
 impl Source for RdbIo {
+    type Bytes = redis_module::RedisBuffer;
     fn get_u64(&mut self) -> Option<u64> {
         raw::load_unsigned(self.0).ok()
     }
-    fn get_bytes(&mut self) -> Option<Vec<u8>> {
-        raw::load_string_buffer(self.0)
-            .ok()
-            .map(|b| b.as_ref().to_vec())
+    fn get_bytes(&mut self) -> Option<redis_module::RedisBuffer> {
+        raw::load_string_buffer(self.0).ok()
     }
 }
 

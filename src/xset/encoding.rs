@@ -26,8 +26,10 @@ pub trait Sink {
 /// Where [`decode`] reads; each read gives `None` when the input is
 /// truncated or otherwise unreadable.
 pub trait Source {
+    /// A member's bytes as read, borrowed or owned by the reader.
+    type Bytes: AsRef<[u8]>;
     fn get_u64(&mut self) -> Option<u64>;
-    fn get_bytes(&mut self) -> Option<Vec<u8>>;
+    fn get_bytes(&mut self) -> Option<Self::Bytes>;
 }
 
 /// Why a payload was rejected.
@@ -82,6 +84,8 @@ pub fn decode(encver: i32, source: &mut impl Source) -> Result<XSet, DecodeError
         return Err(DecodeError::TooLarge(count));
     }
     let mut set = XSet::new();
+    // Trust the count only up to a bound, so a lying count costs little.
+    set.reserve(count.min(1 << 16) as usize);
     let mut prev = 0u64;
     for _ in 0..count {
         let member = source.get_bytes().ok_or(DecodeError::Truncated)?;
@@ -90,7 +94,7 @@ pub fn decode(encver: i32, source: &mut impl Source) -> Result<XSet, DecodeError
         if deadline_ms == 0 || (deadline_ms > MAX_DEADLINE_MS && deadline_ms != NO_DEADLINE) {
             return Err(DecodeError::BadDeadline);
         }
-        if !set.set(&member, deadline_ms) {
+        if !set.set(member.as_ref(), deadline_ms) {
             return Err(DecodeError::Duplicate);
         }
         prev = deadline_ms;
@@ -120,6 +124,7 @@ mod tests {
     }
 
     impl Source for Buf {
+        type Bytes = Vec<u8>;
         fn get_u64(&mut self) -> Option<u64> {
             let item = self.items.get(self.pos).cloned();
             self.pos += 1;

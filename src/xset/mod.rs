@@ -284,6 +284,18 @@ impl XSet {
             .filter(|&d| d != NO_DEADLINE)
     }
 
+    /// Makes room for `additional` more members in the hash table. O(n) if
+    /// it grows.
+    pub fn reserve(&mut self, additional: usize) {
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.table
+            .reserve(additional, |&s| match &slots[s as usize] {
+                Some(e) => hasher.hash_one(&*e.member),
+                None => unreachable!("slot {s} indexed but vacant"),
+            });
+    }
+
     /// Sets `member`'s deadline unconditionally, adding it if absent; returns
     /// whether it was absent. Used where the writer has already decided
     /// (replication, loading). O(log n).
