@@ -350,3 +350,37 @@ fn replica_converges_after_churn_and_expiry_and_hides_expired_members() {
         "replicas never reclaim: {info}"
     );
 }
+
+/// Redis 7.0 aborts if anything is propagated while clients are paused for
+/// writes; a paused primary must hide due members without reclaiming, then
+/// reclaim once the pause ends.
+#[test]
+fn a_write_pause_never_crashes_and_reclaims_after() {
+    let mut s = Server::start(&[
+        "--repl-diskless-sync",
+        "no",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let mut c = s.conn();
+    let mut r = ReplStream::connect(s.port);
+    q::<i64>(
+        &mut c,
+        c![
+            "XSET.ADD", "k", "PX", "MEMBERS", "2", "a", "50", "keep", "60000"
+        ],
+    );
+    r.next();
+    q::<String>(&mut c, c!["CLIENT", "PAUSE", "400", "WRITE"]);
+    sleep(Duration::from_millis(100));
+    // A read and the active timer both meet due members during the pause.
+    assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 1);
+    assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "k", "a"]), 0);
+    sleep(Duration::from_millis(100));
+    assert!(s.alive(), "server aborted during the pause:\n{}", s.log());
+    // After the pause the primary reclaims and propagates.
+    let rem = r.next();
+    assert_eq!(rem, ["XSET.REM", "k", "a"].map(String::from));
+    assert!(s.alive());
+    assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 1);
+}

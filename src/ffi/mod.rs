@@ -23,9 +23,12 @@ pub struct Clock {
     /// The command's time in Unix milliseconds: frozen for a whole
     /// `MULTI`/`EXEC` or script, as Redis freezes it for key expiry.
     pub now_ms: u64,
-    /// True on a primary that is not loading: only then may a command
-    /// delete members on its own clock. Replicas and loaders apply writes as
-    /// given and hide expired members on reads.
+    /// True on a primary that is not loading and whose clients are not
+    /// paused for writes: only then may a command delete members on its own
+    /// clock. Replicas, loaders and paused primaries apply writes as given
+    /// and hide expired members on reads. (Redis 7.0 aborts on any
+    /// propagation during `CLIENT PAUSE WRITE`, `FAILOVER` or a shutdown
+    /// that waits for replicas, so a paused primary must not reclaim.)
     pub primary: bool,
 }
 
@@ -36,13 +39,24 @@ fn milliseconds() -> u64 {
     f.map_or(0, |f| unsafe { f() }.max(0) as u64)
 }
 
+/// Whether clients are paused for writes (`CLIENT PAUSE`, `FAILOVER`, a
+/// manual cluster failover, a shutdown waiting for replicas): while they
+/// are, nothing may be propagated. `RedisModule_AvoidReplicaTraffic` is the
+/// API that tells, on every version since 6.0.
+pub fn writes_paused() -> bool {
+    // SAFETY: presence checked; the call has no preconditions.
+    let f = unsafe { raw::RedisModule_AvoidReplicaTraffic };
+    f.is_some_and(|f| unsafe { f() } != 0)
+}
+
 /// The clock for the command running in `ctx`.
 pub fn clock(ctx: &Context) -> Clock {
     // SAFETY: `ctx` is the live context of the running command.
     let flags_fn = unsafe { raw::RedisModule_GetContextFlags };
     let flags = flags_fn.map_or(0, |f| unsafe { f(ctx.get_raw()) } as u32);
-    let primary =
-        flags & (raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING) == 0;
+    let primary = flags & (raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING)
+        == 0
+        && !writes_paused();
     // SAFETY: presence checked; no preconditions.
     let cached = unsafe { raw::RedisModule_CachedMicroseconds };
     let now_ms = if let Some(f) = cached {
