@@ -221,6 +221,8 @@ redis_module! {
         i64: [
             ["active-expire-period-ms", &*expiry::PERIOD_MS, 100, 1, 60_000, ConfigurationFlags::DEFAULT, None],
             ["active-expire-budget-us", &*expiry::BUDGET_US, 1000, 10, 1_000_000, ConfigurationFlags::DEFAULT, None],
+            ["small-max-members", &*commands::SMALL_MAX_MEMBERS, 128, 0, 4096, ConfigurationFlags::DEFAULT, None],
+            ["small-max-member-bytes", &*commands::SMALL_MAX_MEMBER_BYTES, 64, 0, 255, ConfigurationFlags::DEFAULT, None],
         ],
         string: [],
         bool: [

@@ -596,3 +596,44 @@ fn a_panic_in_a_command_is_an_error_not_a_crash() {
     assert!(s.alive());
     assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "k", "a"]), 1, "data intact");
 }
+
+#[test]
+fn encoding_conversions_are_invisible() {
+    let s = Server::start_with_module_args(
+        &[],
+        &["small-max-members", "4", "small-max-member-bytes", "8"],
+    );
+    let mut c = s.conn();
+    let mut want = Vec::new();
+    for i in 0..10 {
+        let m = format!("m{i}");
+        q::<i64>(
+            &mut c,
+            c!["XSET.ADD", "k", m.as_str(), (100 + i).to_string()],
+        );
+        want.push(m);
+        let mut got: Vec<String> = q(&mut c, c!["XSET.MEMBERS", "k"]);
+        got.sort();
+        let mut w = want.clone();
+        w.sort();
+        assert_eq!(got, w, "after {} adds", i + 1);
+    }
+    let before = snapshot(&mut c, "k");
+    q::<String>(&mut c, c!["DEBUG", "RELOAD"]);
+    assert_eq!(snapshot(&mut c, "k"), before);
+    // Shrink back below half the limit, then a long member converts again.
+    q::<i64>(
+        &mut c,
+        c![
+            "XSET.REM", "k", "m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7"
+        ],
+    );
+    let m: Vec<String> = q(&mut c, c!["XSET.MEMBERS", "k", "REV"]);
+    assert_eq!(m, vec!["m9", "m8"]);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a-member-longer-than-8", "50"]);
+    assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 3);
+    let (cursor, all): (String, Vec<String>) = q(&mut c, c!["XSET.SCAN", "k", "0", "COUNT", "100"]);
+    assert_eq!((cursor.as_str(), all.len()), ("0", 3));
+    assert_eq!(q::<String>(&mut c, c!["DEBUG", "RELOAD"]), "OK");
+    assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 3);
+}

@@ -22,15 +22,32 @@ use crate::expiry;
 use crate::ffi::type_methods::XSET_TYPE;
 use crate::ffi::{self, Clock, clock};
 use crate::stats;
-use crate::xset::{Member, XSet};
+use crate::xset::{Limits, Member, XSet};
 use lazy_static::lazy_static;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 lazy_static! {
     /// `xset.notify-expired-members`: publish the members that expire.
     pub static ref NOTIFY_EXPIRED_MEMBERS: AtomicBool = AtomicBool::new(false);
+    /// `xset.small-max-members`: the most members a set keeps in the small
+    /// encoding.
+    pub static ref SMALL_MAX_MEMBERS: AtomicI64 = AtomicI64::new(128);
+    /// `xset.small-max-member-bytes`: the longest member a small set holds.
+    pub static ref SMALL_MAX_MEMBER_BYTES: AtomicI64 = AtomicI64::new(64);
+}
+
+/// The encoding limits new sets get, from the module configuration.
+pub fn limits() -> Limits {
+    let members = SMALL_MAX_MEMBERS
+        .load(Ordering::Relaxed)
+        .clamp(0, i64::from(u16::MAX));
+    let bytes = SMALL_MAX_MEMBER_BYTES.load(Ordering::Relaxed).clamp(0, 255);
+    Limits {
+        max_small_members: members as u16,
+        max_small_member_bytes: bytes as u8,
+    }
 }
 
 /// At most this many due members are reclaimed when a command touches a
@@ -140,7 +157,7 @@ pub fn with_write(
         .get_value::<XSet>(&XSET_TYPE)
         .map_err(|_| RedisError::WrongType)?;
     let tracked = existing.as_ref().map(|s| s.next_deadline());
-    let mut fresh = XSet::new();
+    let mut fresh = XSet::with_limits(limits());
     let set: &mut XSet = match existing {
         Some(set) => {
             if clock.primary {

@@ -81,17 +81,17 @@ impl Source for RdbIo {
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: i32) -> *mut c_void {
-    guarded(
-        "rdb_load",
-        std::ptr::null_mut(),
-        || match encoding::decode(encver, &mut RdbIo(rdb)) {
-            Ok(set) => Box::into_raw(Box::new(set)).cast::<c_void>(),
-            Err(e) => {
-                log_io_error(rdb, RedisLogLevel::Warning, &format!("xset: {e}"));
-                std::ptr::null_mut()
-            }
-        },
-    )
+    guarded("rdb_load", std::ptr::null_mut(), || match encoding::decode(
+        encver,
+        &mut RdbIo(rdb),
+        crate::commands::limits(),
+    ) {
+        Ok(set) => Box::into_raw(Box::new(set)).cast::<c_void>(),
+        Err(e) => {
+            log_io_error(rdb, RedisLogLevel::Warning, &format!("xset: {e}"));
+            std::ptr::null_mut()
+        }
+    })
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {

@@ -12,7 +12,7 @@
 //! [`MAX_DEADLINE_MS`], and any read error, and never returns a half-built
 //! set.
 
-use super::{MAX_DEADLINE_MS, NO_DEADLINE, XSet};
+use super::{Limits, MAX_DEADLINE_MS, NO_DEADLINE, XSet};
 
 /// The encver written by [`encode`].
 pub const ENCODING_VERSION: i32 = 1;
@@ -68,11 +68,12 @@ pub fn encode(set: &XSet, sink: &mut impl Sink) {
     }
 }
 
-/// Reads a set written by [`encode`] at version `encver`. O(n).
+/// Reads a set written by [`encode`] at version `encver`, encoded within
+/// `limits`. O(n).
 ///
 /// # Errors
 /// Any [`DecodeError`]; nothing is allocated beyond what was read.
-pub fn decode(encver: i32, source: &mut impl Source) -> Result<XSet, DecodeError> {
+pub fn decode(encver: i32, source: &mut impl Source, limits: Limits) -> Result<XSet, DecodeError> {
     if encver != 1 {
         return Err(DecodeError::UnknownVersion(encver));
     }
@@ -83,7 +84,7 @@ pub fn decode(encver: i32, source: &mut impl Source) -> Result<XSet, DecodeError
     if count > u64::from(u32::MAX) {
         return Err(DecodeError::TooLarge(count));
     }
-    let mut set = XSet::new();
+    let mut set = XSet::with_limits(limits);
     // Trust the count only up to a bound, so a lying count costs little.
     set.reserve(count.min(1 << 16) as usize);
     let mut prev = 0u64;
@@ -151,7 +152,7 @@ mod tests {
         let s = sample();
         let mut buf = Buf::default();
         encode(&s, &mut buf);
-        let back = decode(1, &mut buf).expect("decodes");
+        let back = decode(1, &mut buf, Limits::default()).expect("decodes");
         back.check_invariants();
         let a: Vec<_> = s.iter_all().map(|(m, d)| (m.to_vec(), d)).collect();
         let mut b: Vec<_> = back.iter_all().map(|(m, d)| (m.to_vec(), d)).collect();
@@ -170,9 +171,14 @@ mod tests {
                 items: full.items[..cut].to_vec(),
                 pos: 0,
             };
-            assert!(decode(1, &mut part).is_err(), "truncated at {cut}");
+            assert!(
+                decode(1, &mut part, Limits::default()).is_err(),
+                "truncated at {cut}"
+            );
         }
-        let lie = |items: Vec<Result<u64, Vec<u8>>>| decode(1, &mut Buf { items, pos: 0 });
+        let lie = |items: Vec<Result<u64, Vec<u8>>>| {
+            decode(1, &mut Buf { items, pos: 0 }, Limits::default())
+        };
         assert_eq!(lie(vec![Ok(0)]).err(), Some(DecodeError::Empty));
         assert_eq!(
             lie(vec![Ok(u64::MAX)]).err(),
@@ -205,7 +211,7 @@ mod tests {
             Some(DecodeError::BadDeadline)
         );
         assert_eq!(
-            decode(2, &mut Buf::default()).err(),
+            decode(2, &mut Buf::default(), Limits::default()).err(),
             Some(DecodeError::UnknownVersion(2))
         );
     }
@@ -223,7 +229,7 @@ mod tests {
             }
             let mut buf = Buf::default();
             encode(&s, &mut buf);
-            let back = decode(ENCODING_VERSION, &mut buf).expect("decodes");
+            let back = decode(ENCODING_VERSION, &mut buf, Limits::default()).expect("decodes");
             back.check_invariants();
             prop_assert_eq!(back.len(), entries.len());
             for (m, d) in &entries {

@@ -1,22 +1,18 @@
 //! The pure core of xset: a set of byte-string members, each with its own
 //! absolute deadline in Unix milliseconds.
 //!
-//! Layout (each member's bytes are stored exactly once):
-//! - `slots`: a slab of `(member, deadline_ms)` entries; a member keeps its
-//!   slot index for as long as it is present, which is what makes
-//!   [`XSet::scan`] safe while deadlines change.
-//! - `table`: a hash table of slot indices keyed by the member bytes they
-//!   point at, for O(1) membership.
-//! - `by_deadline`: an ordered set of `(deadline_ms, slot)` pairs, the
-//!   deadline index (the skiplist's role in the design).
+//! Two encodings sit behind one [`store::Store`] interface, and the
+//! semantics (conditions, expiry, persistence, draining) are written once,
+//! here, on top of it:
+//! - [`small::Small`]: one buffer in deadline order, for sets of up to
+//!   [`Limits::max_small_members`] members of at most
+//!   [`Limits::max_small_member_bytes`] bytes;
+//! - [`large::Large`]: slab + hash table + deadline B-tree, each member's
+//!   bytes stored once.
 //!
-//! Invariants, checked by [`XSet::check_invariants`] after every step in the
-//! tests:
-//! 1. every occupied slot is in `table` exactly once and in `by_deadline` with
-//!    its own deadline exactly once; nothing else is in either;
-//! 2. `len` is the number of occupied slots, `member_bytes` the sum of their
-//!    lengths;
-//! 3. every vacant slot below `slots.len()` is on the free list.
+//! A set converts to large as soon as an insert would break a small limit,
+//! and back to small when it shrinks to half the member limit with only
+//! short members (the gap stops a set at the edge from flapping).
 //!
 //! The core never reads a clock: every operation that depends on time takes
 //! `now_ms`. A member is *live* at `now_ms` when its deadline is strictly
@@ -24,17 +20,18 @@
 
 pub mod encoding;
 mod glob;
+mod large;
 mod member;
 mod slab;
+mod small;
+mod store;
 
 pub use glob::glob_match;
 pub use member::Member;
 
-use hashbrown::DefaultHashBuilder;
-use hashbrown::HashTable;
-use std::collections::BTreeSet;
-use std::hash::BuildHasher;
-use std::ops::Bound;
+use large::Large;
+use small::Small;
+use store::Store;
 
 /// The deadline of a member that never expires (after `XSET.PERSIST`).
 pub const NO_DEADLINE: u64 = u64::MAX;
@@ -141,26 +138,69 @@ pub enum PersistOutcome {
     Persisted = 1,
 }
 
-/// A member and its deadline.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
-    member: Member,
-    deadline_ms: u64,
+/// When a set uses the small encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The most members a small set holds (Redis's zset default is 128).
+    pub max_small_members: u16,
+    /// The longest member a small set holds, at most 255.
+    pub max_small_member_bytes: u8,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_small_members: 128,
+            max_small_member_bytes: 64,
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Repr {
+    Small(Small),
+    Large(Box<Large>),
 }
 
 /// A set whose members each carry their own absolute deadline.
 #[derive(Clone)]
 pub struct XSet {
-    slots: slab::Chunked<Option<Entry>>,
-    free: Vec<u32>,
-    table: HashTable<u32>,
-    by_deadline: BTreeSet<(u64, u32)>,
-    hasher: DefaultHashBuilder,
-    len: usize,
-    member_bytes: usize,
-    /// Heap bytes of members too long to be stored inline.
-    member_heap_bytes: usize,
+    repr: Repr,
+    limits: Limits,
+    /// Counts conversions; a large-encoding cursor carries it, so a cursor
+    /// from before a conversion restarts the scan instead of skipping.
+    epoch: u32,
 }
+
+/// Runs `$body` with `$s` bound to the set's store, whichever it is.
+macro_rules! with_store {
+    ($set:expr, $s:ident => $body:expr) => {
+        match &$set.repr {
+            Repr::Small($s) => $body,
+            Repr::Large(large) => {
+                let $s = &**large;
+                $body
+            }
+        }
+    };
+}
+
+/// As [`with_store`], mutably.
+macro_rules! with_store_mut {
+    ($set:expr, $s:ident => $body:expr) => {
+        match &mut $set.repr {
+            Repr::Small($s) => $body,
+            Repr::Large(large) => {
+                let $s = &mut **large;
+                $body
+            }
+        }
+    };
+}
+
+/// Bits of a scan cursor that hold the slab position; the bits above hold
+/// the conversion epoch.
+const CURSOR_POS_BITS: u32 = 40;
 
 impl Default for XSet {
     fn default() -> Self {
@@ -180,129 +220,137 @@ impl std::fmt::Debug for XSet {
 }
 
 impl XSet {
-    /// An empty set. Allocates nothing.
+    /// An empty set with the default [`Limits`]. Allocates nothing.
     pub fn new() -> Self {
+        Self::with_limits(Limits::default())
+    }
+
+    /// An empty set that uses the small encoding within `limits`.
+    pub fn with_limits(limits: Limits) -> Self {
         XSet {
-            slots: slab::Chunked::default(),
-            free: Vec::new(),
-            table: HashTable::new(),
-            by_deadline: BTreeSet::new(),
-            hasher: DefaultHashBuilder::default(),
-            len: 0,
-            member_bytes: 0,
-            member_heap_bytes: 0,
+            repr: Repr::Small(Small::default()),
+            limits,
+            epoch: 0,
         }
+    }
+
+    /// Whether the set currently uses the small encoding.
+    pub fn is_small(&self) -> bool {
+        matches!(self.repr, Repr::Small(_))
     }
 
     /// Number of members stored, expired or not. O(1).
     pub fn len(&self) -> usize {
-        self.len
+        with_store!(self, s => s.len())
     }
 
     /// Whether no member is stored at all. O(1).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// Number of members live at `now_ms`. O(log n + expired).
+    /// Number of members live at `now_ms`. Large: O(log n + expired);
+    /// small: O(n).
     pub fn live_len(&self, now_ms: u64) -> usize {
-        self.len
-            - self
-                .by_deadline
-                .range(..(now_ms.saturating_add(1), 0))
-                .count()
+        with_store!(self, s => s.live_len(now_ms))
     }
 
-    /// Total bytes of all members, for memory accounting. O(1).
-    pub fn member_bytes(&self) -> usize {
-        self.member_bytes
-    }
-
-    /// The heap bytes this set holds, for `MEMORY USAGE`: exact for the
-    /// slab, hash table and long members (allocator size classes included),
-    /// estimated for the deadline index (B-tree leaves of 11 keys, about 60%
-    /// full when deadlines arrive in order). O(1).
+    /// The heap bytes this set holds, for `MEMORY USAGE`. O(1) large, O(1)
+    /// small.
     pub fn heap_bytes(&self) -> usize {
-        let slab = self.slots.heap_bytes();
-        let free = member::allocation_size(self.free.capacity() * 4);
-        let table = if self.table.capacity() == 0 {
-            0
-        } else {
-            // hashbrown: a power-of-two bucket count at up to 7/8 load, one
-            // u32 and one control byte per bucket, plus a group of slack.
-            let buckets = (self.table.capacity() * 8 / 7).next_power_of_two();
-            member::allocation_size(buckets * 5 + 16)
-        };
-        let index = self.len * 30;
-        slab + free + table + index + self.member_heap_bytes
-    }
-
-    fn hash(&self, member: &[u8]) -> u64 {
-        self.hasher.hash_one(member)
-    }
-
-    fn find_slot(&self, member: &[u8]) -> Option<u32> {
-        let slots = &self.slots;
-        self.table
-            .find(self.hash(member), |&s| {
-                slots[s as usize]
-                    .as_ref()
-                    .is_some_and(|e| &*e.member == member)
-            })
-            .copied()
-    }
-
-    fn entry(&self, slot: u32) -> &Entry {
-        match &self.slots[slot as usize] {
-            Some(e) => e,
-            None => unreachable!("slot {slot} indexed but vacant"),
+        match &self.repr {
+            Repr::Small(s) => s.heap_bytes(),
+            Repr::Large(l) => std::mem::size_of::<Large>() + l.heap_bytes(),
         }
     }
 
     /// The stored deadline of `member`, even if it has passed; `None` when
-    /// absent. O(1).
+    /// absent. Large: O(1); small: O(n).
     pub fn deadline_of(&self, member: &[u8]) -> Option<u64> {
-        self.find_slot(member).map(|s| self.entry(s).deadline_ms)
+        with_store!(self, s => s.find(member).map(|(_, d)| d))
     }
 
-    /// The deadline of `member` if it is live at `now_ms`. O(1).
+    /// The deadline of `member` if it is live at `now_ms`.
     pub fn live_deadline_of(&self, member: &[u8], now_ms: u64) -> Option<u64> {
         self.deadline_of(member).filter(|&d| d > now_ms)
     }
 
-    /// Whether `member` is live at `now_ms`. O(1).
+    /// Whether `member` is live at `now_ms`.
     pub fn contains(&self, member: &[u8], now_ms: u64) -> bool {
         self.live_deadline_of(member, now_ms).is_some()
     }
 
     /// The earliest stored deadline, expired or not; `None` when the set is
-    /// empty or holds only members without a deadline. O(log n).
+    /// empty or holds only members without a deadline. O(log n) large, O(1)
+    /// small.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.by_deadline
-            .first()
-            .map(|&(d, _)| d)
-            .filter(|&d| d != NO_DEADLINE)
+        with_store!(self, s => s.soonest().map(|(_, d)| d).filter(|&d| d != NO_DEADLINE))
     }
 
-    /// Makes room for `additional` more members in the hash table. O(n) if
-    /// it grows.
+    /// Makes room for `additional` more members (used by the RDB loader).
     pub fn reserve(&mut self, additional: usize) {
-        let slots = &self.slots;
-        let hasher = &self.hasher;
-        self.table
-            .reserve(additional, |&s| match &slots[s as usize] {
-                Some(e) => hasher.hash_one(&*e.member),
-                None => unreachable!("slot {s} indexed but vacant"),
-            });
+        let limit = usize::from(self.limits.max_small_members);
+        if let Repr::Small(_) = self.repr
+            && self.len() + additional > limit
+        {
+            self.convert_to_large();
+        }
+        if let Repr::Large(l) = &mut self.repr {
+            l.reserve(additional);
+        }
+    }
+
+    fn convert_to_large(&mut self) {
+        if let Repr::Small(small) = &self.repr {
+            let mut large = Large::default();
+            large.reserve(small.len());
+            for (m, d) in small.iter_all() {
+                large.insert(m, d);
+            }
+            self.repr = Repr::Large(Box::new(large));
+            self.epoch = self.epoch.wrapping_add(1);
+        }
+    }
+
+    /// Converts to large before storing `member` at `deadline_ms` would
+    /// break a small limit (`adding`: as a new member).
+    fn make_room_for(&mut self, member: &[u8], deadline_ms: u64, adding: bool) {
+        if let Repr::Small(s) = &self.repr
+            && ((adding && s.len() >= usize::from(self.limits.max_small_members))
+                || member.len() > usize::from(self.limits.max_small_member_bytes)
+                || (deadline_ms >= small::MAX_SMALL_DEADLINE && deadline_ms != NO_DEADLINE))
+        {
+            self.convert_to_large();
+        }
+    }
+
+    /// Converts back to small after removals, once the set has shrunk to
+    /// half the member limit and every member is short.
+    fn shrink_if_small_enough(&mut self) {
+        if let Repr::Large(l) = &self.repr
+            && l.len() <= usize::from(self.limits.max_small_members) / 2
+            && l.iter_all().all(|(m, d)| {
+                m.len() <= usize::from(self.limits.max_small_member_bytes)
+                    && (d < small::MAX_SMALL_DEADLINE || d == NO_DEADLINE)
+            })
+        {
+            self.repr = Repr::Small(Small::from_sorted(l.iter_all()));
+            self.epoch = self.epoch.wrapping_add(1);
+        }
+    }
+
+    fn insert_new(&mut self, member: &[u8], deadline_ms: u64) {
+        self.make_room_for(member, deadline_ms, true);
+        with_store_mut!(self, s => s.insert(member, deadline_ms));
     }
 
     /// Sets `member`'s deadline unconditionally, adding it if absent; returns
     /// whether it was absent. Used where the writer has already decided
-    /// (replication, loading). O(log n).
+    /// (replication, loading).
     pub fn set(&mut self, member: &[u8], deadline_ms: u64) -> bool {
-        match self.find_slot(member) {
-            Some(slot) => {
-                self.reindex(slot, deadline_ms);
+        match with_store!(self, s => s.find(member).map(|(_, d)| d)) {
+            Some(_) => {
+                set_existing(self, member, deadline_ms);
                 false
             }
             None => {
@@ -312,89 +360,10 @@ impl XSet {
         }
     }
 
-    fn reindex(&mut self, slot: u32, deadline_ms: u64) {
-        let entry = match &mut self.slots[slot as usize] {
-            Some(e) => e,
-            None => unreachable!("slot {slot} indexed but vacant"),
-        };
-        let old = std::mem::replace(&mut entry.deadline_ms, deadline_ms);
-        if old != deadline_ms {
-            self.by_deadline.remove(&(old, slot));
-            self.by_deadline.insert((deadline_ms, slot));
-        }
-    }
-
-    fn insert_new(&mut self, member: &[u8], deadline_ms: u64) {
-        let slot = self.take_vacant_slot();
-        let hash = self.hash(member);
-        self.slots[slot as usize] = Some(Entry {
-            member: Member::new(member),
-            deadline_ms,
-        });
-        let slots = &self.slots;
-        let hasher = &self.hasher;
-        self.table
-            .insert_unique(hash, slot, |&s| match &slots[s as usize] {
-                Some(e) => hasher.hash_one(&*e.member),
-                None => unreachable!("slot {s} indexed but vacant"),
-            });
-        self.by_deadline.insert((deadline_ms, slot));
-        self.len += 1;
-        self.member_bytes += member.len();
-        self.member_heap_bytes += member::allocation_size(if member.len() > member::INLINE_MAX {
-            member.len()
-        } else {
-            0
-        });
-    }
-
-    fn take_vacant_slot(&mut self) -> u32 {
-        while let Some(slot) = self.free.pop() {
-            if self.slots.get(slot as usize).is_some_and(Option::is_none) {
-                return slot;
-            }
-        }
-        self.slots.push(None);
-        // The slab never exceeds u32::MAX entries: a set that large would
-        // need hundreds of GiB, far beyond any Redis instance.
-        (self.slots.len() - 1) as u32
-    }
-
-    fn remove_slot(&mut self, slot: u32) -> Entry {
-        let entry = match self.slots[slot as usize].take() {
-            Some(e) => e,
-            None => unreachable!("slot {slot} indexed but vacant"),
-        };
-        let hash = self.hash(&entry.member);
-        match self.table.find_entry(hash, |&s| s == slot) {
-            Ok(found) => {
-                found.remove();
-            }
-            Err(_) => unreachable!("slot {slot} missing from the table"),
-        }
-        self.by_deadline.remove(&(entry.deadline_ms, slot));
-        self.len -= 1;
-        self.member_bytes -= entry.member.len();
-        self.member_heap_bytes -= entry.member.heap_bytes();
-        if slot as usize + 1 == self.slots.len() {
-            // Trailing vacancies are cut so the slab shrinks with the set;
-            // stale free-list entries are skipped in `take_vacant_slot`.
-            while self.slots.last().is_some_and(Option::is_none) {
-                self.slots.pop();
-            }
-        } else {
-            self.free.push(slot);
-        }
-        if self.len == 0 {
-            self.free.clear();
-        }
-        entry
-    }
-
     /// Adds `member` with `deadline_ms` under the given conditions, treating
     /// a member whose deadline is not after `now_ms` as absent. A deadline
     /// that is not after `now_ms` removes the member instead (if the
-    /// conditions allow touching it). O(log n).
+    /// conditions allow touching it). O(log n) large, O(n) small.
     pub fn add(
         &mut self,
         member: &[u8],
@@ -403,19 +372,18 @@ impl XSet {
         compare: Compare,
         now_ms: u64,
     ) -> AddOutcome {
-        let found = self.find_slot(member);
-        let current = found.map(|s| (s, self.entry(s).deadline_ms));
-        match current {
-            Some((slot, current)) if current > now_ms => {
+        let current = with_store!(self, s => s.find(member).map(|(_, d)| d));
+        let outcome = match current {
+            Some(current) if current > now_ms => {
                 if presence == Presence::OnlyNew || !compare.allows(current, deadline_ms) {
                     AddOutcome::Skipped
                 } else if deadline_ms <= now_ms {
-                    self.remove_slot(slot);
+                    self.remove_stored(member);
                     AddOutcome::Removed
                 } else if current == deadline_ms {
                     AddOutcome::Unchanged
                 } else {
-                    self.reindex(slot, deadline_ms);
+                    set_existing(self, member, deadline_ms);
                     AddOutcome::Updated
                 }
             }
@@ -427,33 +395,47 @@ impl XSet {
                     // An expired member is treated as absent, so adding it
                     // already past due just reclaims it.
                     return match stale {
-                        Some((slot, _)) => {
-                            self.remove_slot(slot);
+                        Some(_) => {
+                            self.remove_stored(member);
+                            self.shrink_if_small_enough();
                             AddOutcome::Removed
                         }
                         None => AddOutcome::Ignored,
                     };
                 }
                 match stale {
-                    Some((slot, _)) => self.reindex(slot, deadline_ms),
+                    Some(_) => set_existing(self, member, deadline_ms),
                     None => self.insert_new(member, deadline_ms),
                 }
                 AddOutcome::Added
             }
+        };
+        if outcome == AddOutcome::Removed {
+            self.shrink_if_small_enough();
         }
+        outcome
+    }
+
+    fn remove_stored(&mut self, member: &[u8]) -> Option<u64> {
+        with_store_mut!(self, s => {
+            let (pos, _) = s.find(member)?;
+            Some(s.remove_at(pos).1)
+        })
     }
 
     /// Removes `member` whether or not it has expired and returns the
     /// deadline it had; `None` when it was not stored. A caller reports the
     /// member as removed only if that deadline is after its `now_ms`.
-    /// O(log n).
     pub fn remove(&mut self, member: &[u8]) -> Option<u64> {
-        let slot = self.find_slot(member)?;
-        Some(self.remove_slot(slot).deadline_ms)
+        let removed = self.remove_stored(member);
+        if removed.is_some() {
+            self.shrink_if_small_enough();
+        }
+        removed
     }
 
     /// Sets the deadline of a live member under `condition`. A deadline not
-    /// after `now_ms` removes the member. O(log n).
+    /// after `now_ms` removes the member.
     pub fn expire(
         &mut self,
         member: &[u8],
@@ -461,10 +443,9 @@ impl XSet {
         condition: ExpireCondition,
         now_ms: u64,
     ) -> ExpireOutcome {
-        let Some(slot) = self.find_slot(member) else {
+        let Some(current) = self.deadline_of(member) else {
             return ExpireOutcome::NoMember;
         };
-        let current = self.entry(slot).deadline_ms;
         if current <= now_ms {
             return ExpireOutcome::NoMember;
         }
@@ -479,26 +460,21 @@ impl XSet {
             return ExpireOutcome::ConditionNotMet;
         }
         if deadline_ms <= now_ms {
-            self.remove_slot(slot);
+            self.remove(member);
             return ExpireOutcome::Removed;
         }
-        self.reindex(slot, deadline_ms);
+        set_existing(self, member, deadline_ms);
         ExpireOutcome::Set
     }
 
-    /// Removes the deadline of a live member. O(log n).
+    /// Removes the deadline of a live member.
     pub fn persist(&mut self, member: &[u8], now_ms: u64) -> PersistOutcome {
-        match self.find_slot(member) {
-            Some(slot) => {
-                let current = self.entry(slot).deadline_ms;
-                if current <= now_ms {
-                    PersistOutcome::NoMember
-                } else if current == NO_DEADLINE {
-                    PersistOutcome::NoDeadline
-                } else {
-                    self.reindex(slot, NO_DEADLINE);
-                    PersistOutcome::Persisted
-                }
+        match self.deadline_of(member) {
+            Some(current) if current <= now_ms => PersistOutcome::NoMember,
+            Some(NO_DEADLINE) => PersistOutcome::NoDeadline,
+            Some(_) => {
+                set_existing(self, member, NO_DEADLINE);
+                PersistOutcome::Persisted
             }
             None => PersistOutcome::NoMember,
         }
@@ -507,117 +483,110 @@ impl XSet {
     /// Removes up to `limit` members whose deadline is not after `now_ms`,
     /// soonest first, and returns them with the earliest deadline left
     /// (expired or not; `None` if nothing with a deadline remains).
-    /// O(k log n) for k removed.
+    /// O(k log n) large, O(k n) small.
     pub fn drain_expired(&mut self, now_ms: u64, limit: usize) -> (Vec<Member>, Option<u64>) {
         let mut removed = Vec::new();
-        while removed.len() < limit {
-            match self.by_deadline.first() {
-                Some(&(d, slot)) if d <= now_ms => removed.push(self.remove_slot(slot).member),
-                _ => break,
+        with_store_mut!(self, s => {
+            while removed.len() < limit {
+                match s.soonest() {
+                    Some((pos, d)) if d <= now_ms => removed.push(s.remove_at(pos).0),
+                    _ => break,
+                }
             }
+        });
+        if !removed.is_empty() {
+            self.shrink_if_small_enough();
         }
         (removed, self.next_deadline())
     }
 
-    /// Removes the `count` live members that expire soonest (members without
-    /// a deadline go last) and returns them; used to cap a set's length.
-    /// Call after expired members were drained. O(k log n).
+    /// Removes the `count` members that expire soonest (members without a
+    /// deadline go last) and returns them; used to cap a set's length. Call
+    /// after expired members were drained.
     pub fn pop_soonest(&mut self, count: usize) -> Vec<Member> {
-        let mut removed = Vec::with_capacity(count.min(self.len));
-        while removed.len() < count {
-            match self.by_deadline.first() {
-                Some(&(_, slot)) => removed.push(self.remove_slot(slot).member),
-                None => break,
+        let mut removed = Vec::with_capacity(count.min(self.len()));
+        with_store_mut!(self, s => {
+            while removed.len() < count {
+                match s.soonest() {
+                    Some((pos, _)) => removed.push(s.remove_at(pos).0),
+                    None => break,
+                }
             }
+        });
+        if !removed.is_empty() {
+            self.shrink_if_small_enough();
         }
         removed
     }
 
     /// Live members at `now_ms` with their deadlines, soonest first (or
     /// latest first when `rev`); members without a deadline sort as latest.
-    /// Ties keep a stable order. O(log n) to start, O(1) per item.
+    /// Equal deadlines come in an order that is stable while the set does
+    /// not change.
     pub fn iter_live(&self, now_ms: u64, rev: bool) -> impl Iterator<Item = (&[u8], u64)> + '_ {
-        let range = self
-            .by_deadline
-            .range((Bound::Excluded((now_ms, u32::MAX)), Bound::Unbounded));
-        let ordered: Box<dyn Iterator<Item = &(u64, u32)>> = if rev {
-            Box::new(range.rev())
-        } else {
-            Box::new(range)
-        };
-        ordered.map(move |&(d, s)| (&*self.entry(s).member, d))
+        with_store!(self, s => s.iter_live(now_ms, rev))
     }
 
     /// Every stored member with its deadline, expired ones included, in
     /// deadline order. For persistence and digests.
     pub fn iter_all(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
-        self.by_deadline
-            .iter()
-            .map(move |&(d, s)| (&*self.entry(s).member, d))
+        with_store!(self, s => s.iter_all())
     }
 
-    /// Visits slots from `cursor`, examining at most `count` stored members,
-    /// and returns the live ones with the cursor to continue from (0 when the
-    /// scan is complete). A member present for a whole scan keeps its slot
-    /// and so is returned exactly once, whatever happens to deadlines or to
-    /// other members meanwhile. O(count) plus vacant slots skipped.
+    /// One step of a cursor scan from `cursor`, examining about `count`
+    /// stored members: the live ones found and the cursor to continue from
+    /// (0 when complete). A member present for the whole scan is returned
+    /// at least once, whatever happens to deadlines, other members or the
+    /// encoding meanwhile: large-encoding members keep their slot, a small
+    /// set is returned whole, and a cursor from before a conversion starts
+    /// over.
     pub fn scan(&self, cursor: u64, count: usize, now_ms: u64) -> (u64, Vec<(&[u8], u64)>) {
-        let mut out = Vec::new();
-        let mut examined = 0;
-        let start = usize::try_from(cursor).unwrap_or(usize::MAX);
-        let mut i = start.min(self.slots.len());
-        let budget = count.max(1);
-        while i < self.slots.len() && examined < budget {
-            if let Some(e) = &self.slots[i] {
-                examined += 1;
-                if e.deadline_ms > now_ms {
-                    out.push((&*e.member, e.deadline_ms));
-                }
+        let epoch = u64::from(self.epoch) & ((1 << (64 - CURSOR_POS_BITS)) - 1);
+        let pos_mask = (1u64 << CURSOR_POS_BITS) - 1;
+        match &self.repr {
+            Repr::Small(s) => s.scan(cursor, count, now_ms),
+            Repr::Large(l) => {
+                let pos = if cursor >> CURSOR_POS_BITS == epoch {
+                    cursor & pos_mask
+                } else {
+                    0
+                };
+                let (next, found) = l.scan(pos, count, now_ms);
+                let next = if next == 0 {
+                    0
+                } else {
+                    (epoch << CURSOR_POS_BITS) | next
+                };
+                (next, found)
             }
-            i += 1;
         }
-        let next = if i >= self.slots.len() { 0 } else { i as u64 };
-        (next, out)
     }
 
-    /// Panics with a description if an invariant from the module docs does
-    /// not hold. O(n); for tests.
+    /// Panics with a description if an invariant does not hold: the
+    /// encoding's own, and the small limits. O(n); for tests.
     pub fn check_invariants(&self) {
-        let occupied: Vec<u32> = (0..self.slots.len() as u32)
-            .filter(|&s| self.slots[s as usize].is_some())
-            .collect();
-        assert_eq!(occupied.len(), self.len, "len matches occupied slots");
-        assert_eq!(self.table.len(), self.len, "table size");
-        assert_eq!(self.by_deadline.len(), self.len, "index size");
-        let mut bytes = 0;
-        for &s in &occupied {
-            let e = self.entry(s);
-            bytes += e.member.len();
-            assert_eq!(self.find_slot(&e.member), Some(s), "member findable");
+        with_store!(self, s => s.check_invariants());
+        if let Repr::Small(s) = &self.repr {
             assert!(
-                self.by_deadline.contains(&(e.deadline_ms, s)),
-                "indexed by deadline"
+                s.len() <= usize::from(self.limits.max_small_members),
+                "small set too long"
+            );
+            assert!(
+                s.longest_member() <= usize::from(self.limits.max_small_member_bytes),
+                "small set member too long"
             );
         }
-        assert_eq!(bytes, self.member_bytes, "member bytes");
-        let heap: usize = occupied
-            .iter()
-            .map(|&s| self.entry(s).member.heap_bytes())
-            .sum();
-        assert_eq!(heap, self.member_heap_bytes, "member heap bytes");
-        for (s, slot) in self.slots.iter().enumerate() {
-            if slot.is_none() {
-                assert!(
-                    self.free.contains(&(s as u32)),
-                    "vacant slot {s} on free list"
-                );
-            }
-        }
-        assert!(
-            self.slots.last().is_none_or(Option::is_some),
-            "no trailing vacancy"
-        );
     }
+}
+
+/// Moves a stored `member` to `deadline_ms`.
+fn set_existing(set: &mut XSet, member: &[u8], deadline_ms: u64) {
+    set.make_room_for(member, deadline_ms, false);
+    with_store_mut!(set, s => {
+        if let Some((pos, _)) = s.find(member) {
+            s.set_deadline(pos, deadline_ms);
+        }
+    });
 }
 
 #[cfg(test)]

@@ -294,8 +294,110 @@ fn slab_shrinks_when_emptied() {
     let (gone, next) = s.drain_expired(10, usize::MAX);
     assert_eq!((gone.len(), next), (50, None));
     assert!(s.is_empty());
-    assert_eq!(s.slots.len(), 0);
+    assert!(s.is_small(), "an emptied set is back to one small buffer");
+    assert_eq!(s.heap_bytes(), 0);
     s.check_invariants();
+}
+
+#[test]
+fn converts_between_encodings_both_ways() {
+    let limits = Limits {
+        max_small_members: 8,
+        max_small_member_bytes: 4,
+    };
+    let mut s = XSet::with_limits(limits);
+    for i in 0..8u8 {
+        s.add(&[i], 100 + u64::from(i), Presence::Any, Compare::Any, 0);
+        assert!(s.is_small());
+    }
+    s.add(b"x", 50, Presence::Any, Compare::Any, 0);
+    assert!(!s.is_small(), "a ninth member converts");
+    s.check_invariants();
+    for i in 0..5u8 {
+        s.remove(&[i]);
+    }
+    assert!(s.is_small(), "back to small at half the limit");
+    s.check_invariants();
+    assert_eq!(
+        s.iter_live(0, false).map(|(_, d)| d).collect::<Vec<_>>(),
+        vec![50, 105, 106, 107]
+    );
+    s.add(b"longer", 10, Presence::Any, Compare::Any, 0);
+    assert!(!s.is_small(), "a long member converts");
+    s.remove(b"longer");
+    assert!(s.is_small());
+    s.check_invariants();
+}
+
+#[test]
+fn far_deadlines_keep_their_exact_value_in_either_encoding() {
+    let mut s = XSet::new();
+    s.add(b"near", 1000, Presence::Any, Compare::Any, 0);
+    assert!(s.is_small());
+    s.add(b"far", MAX_DEADLINE_MS, Presence::Any, Compare::Any, 0);
+    assert!(!s.is_small(), "a deadline past 48 bits converts");
+    assert_eq!(s.deadline_of(b"far"), Some(MAX_DEADLINE_MS));
+    s.persist(b"far", 0);
+    s.remove(b"near");
+    assert!(s.is_small(), "no deadline fits the small encoding");
+    assert_eq!(s.deadline_of(b"far"), Some(NO_DEADLINE));
+    s.expire(b"far", MAX_DEADLINE_MS - 1, ExpireCondition::Always, 0);
+    assert!(!s.is_small());
+    assert_eq!(s.deadline_of(b"far"), Some(MAX_DEADLINE_MS - 1));
+    s.check_invariants();
+}
+
+#[test]
+fn scan_survives_conversions_between_calls() {
+    let limits = Limits {
+        max_small_members: 16,
+        max_small_member_bytes: 8,
+    };
+    let mut s = XSet::with_limits(limits);
+    for i in 0..40u32 {
+        s.add(
+            format!("k{i}").as_bytes(),
+            1000,
+            Presence::Any,
+            Compare::Any,
+            0,
+        );
+    }
+    let (cursor, first) = s.scan(0, 5, 0);
+    assert_ne!(cursor, 0);
+    let mut seen: std::collections::HashSet<Vec<u8>> =
+        first.iter().map(|(m, _)| m.to_vec()).collect();
+    // Shrink to small and grow back to large: the slab layout is new.
+    for i in 4..40u32 {
+        s.remove(format!("k{i}").as_bytes());
+    }
+    assert!(s.is_small());
+    for i in 100..140u32 {
+        s.add(
+            format!("k{i}").as_bytes(),
+            1000,
+            Presence::Any,
+            Compare::Any,
+            0,
+        );
+    }
+    assert!(!s.is_small());
+    let mut cursor = cursor;
+    loop {
+        let (next, batch) = s.scan(cursor, 5, 0);
+        seen.extend(batch.iter().map(|(m, _)| m.to_vec()));
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    for m in s.iter_live(0, false) {
+        assert!(
+            seen.contains(m.0),
+            "{:?} missed",
+            String::from_utf8_lossy(m.0)
+        );
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -310,7 +412,8 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u8..24, 1u64..200, 0u8..3, 0u8..3).prop_map(|(m, t, p, c)| Op::Add(m, t, p, c)),
+        4 => (0u8..24, prop_oneof![9 => 1u64..200, 1 => Just(u64::MAX)], 0u8..3, 0u8..3)
+            .prop_map(|(m, t, p, c)| Op::Add(m, t, p, c)),
         2 => (0u8..24).prop_map(Op::Remove),
         2 => (0u8..24, 0u64..200, 0u8..5).prop_map(|(m, t, c)| Op::Expire(m, t, c)),
         1 => (0u8..24).prop_map(Op::Persist),
@@ -331,8 +434,15 @@ fn key(m: u8) -> Vec<u8> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     #[test]
-    fn behaves_like_a_hashmap(ops in prop::collection::vec(op(), 1..120)) {
-        let mut s = XSet::new();
+    fn behaves_like_a_hashmap(
+        ops in prop::collection::vec(op(), 1..120),
+        limits in prop_oneof![
+            Just(Limits::default()),
+            Just(Limits { max_small_members: 4, max_small_member_bytes: 3 }),
+            Just(Limits { max_small_members: 0, max_small_member_bytes: 0 }),
+        ],
+    ) {
+        let mut s = XSet::with_limits(limits);
         let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
         let mut now = 0u64;
         for op in ops {
@@ -342,7 +452,8 @@ proptest! {
             match op {
                 Op::Add(m, ttl, p, c) => {
                     let k = key(m);
-                    let d = now + ttl;
+                    // u64::MAX stands for the farthest deadline a command may set.
+                    let d = if ttl == u64::MAX { MAX_DEADLINE_MS } else { now + ttl };
                     let presence = [Presence::Any, Presence::OnlyNew, Presence::OnlyExisting][p as usize];
                     let compare = [Compare::Any, Compare::Greater, Compare::Less][c as usize];
                     let cur = live(&model, &k, now);

@@ -1,0 +1,258 @@
+//! The large encoding: each member's bytes stored once, in a slab entry
+//! that keeps its index for as long as the member is present (which makes
+//! `scan` safe while deadlines change); a hash table of slot indices keyed
+//! by those bytes, for O(1) membership; and a B-tree of `(deadline, slot)`,
+//! the deadline index.
+//!
+//! Invariants (checked by `check_invariants`):
+//! 1. every occupied slot is in `table` exactly once and in `by_deadline`
+//!    with its own deadline exactly once; nothing else is in either;
+//! 2. `len` counts occupied slots, `member_heap_bytes` sums their members'
+//!    heap allocations;
+//! 3. every vacant slot below `slots.len()` is on the free list, and the
+//!    slab has no trailing vacancy.
+
+use super::member::{self, Member};
+use super::slab::Chunked;
+use super::store::{Items, Store};
+use hashbrown::{DefaultHashBuilder, HashTable};
+use std::collections::BTreeSet;
+use std::hash::BuildHasher;
+use std::ops::Bound;
+
+/// A member and its deadline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Entry {
+    member: Member,
+    deadline_ms: u64,
+}
+
+/// Slab + hash table + deadline-ordered B-tree.
+#[derive(Clone, Default)]
+pub struct Large {
+    slots: Chunked<Option<Entry>>,
+    free: Vec<u32>,
+    table: HashTable<u32>,
+    by_deadline: BTreeSet<(u64, u32)>,
+    hasher: DefaultHashBuilder,
+    len: usize,
+    member_heap_bytes: usize,
+}
+
+impl Large {
+    fn entry(&self, slot: u32) -> &Entry {
+        match &self.slots[slot as usize] {
+            Some(e) => e,
+            None => unreachable!("slot {slot} indexed but vacant"),
+        }
+    }
+
+    fn find_slot(&self, member: &[u8]) -> Option<u32> {
+        let slots = &self.slots;
+        self.table
+            .find(self.hasher.hash_one(member), |&s| {
+                slots[s as usize]
+                    .as_ref()
+                    .is_some_and(|e| &*e.member == member)
+            })
+            .copied()
+    }
+
+    /// Makes room for `additional` more members in the hash table.
+    pub fn reserve(&mut self, additional: usize) {
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.table
+            .reserve(additional, |&s| match &slots[s as usize] {
+                Some(e) => hasher.hash_one(&*e.member),
+                None => unreachable!("slot {s} indexed but vacant"),
+            });
+    }
+
+    fn take_vacant_slot(&mut self) -> u32 {
+        while let Some(slot) = self.free.pop() {
+            if self.slots.get(slot as usize).is_some_and(Option::is_none) {
+                return slot;
+            }
+        }
+        self.slots.push(None);
+        // The slab never exceeds u32::MAX entries: a set that large would
+        // need hundreds of GiB, far beyond any Redis instance.
+        (self.slots.len() - 1) as u32
+    }
+}
+
+impl Store for Large {
+    type Pos = u32;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn find(&self, member: &[u8]) -> Option<(u32, u64)> {
+        self.find_slot(member)
+            .map(|s| (s, self.entry(s).deadline_ms))
+    }
+
+    fn set_deadline(&mut self, slot: u32, deadline_ms: u64) {
+        let entry = match &mut self.slots[slot as usize] {
+            Some(e) => e,
+            None => unreachable!("slot {slot} indexed but vacant"),
+        };
+        let old = std::mem::replace(&mut entry.deadline_ms, deadline_ms);
+        if old != deadline_ms {
+            self.by_deadline.remove(&(old, slot));
+            self.by_deadline.insert((deadline_ms, slot));
+        }
+    }
+
+    fn insert(&mut self, member: &[u8], deadline_ms: u64) {
+        let slot = self.take_vacant_slot();
+        let hash = self.hasher.hash_one(member);
+        let member = Member::new(member);
+        self.member_heap_bytes += member.heap_bytes();
+        self.slots[slot as usize] = Some(Entry {
+            member,
+            deadline_ms,
+        });
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.table
+            .insert_unique(hash, slot, |&s| match &slots[s as usize] {
+                Some(e) => hasher.hash_one(&*e.member),
+                None => unreachable!("slot {s} indexed but vacant"),
+            });
+        self.by_deadline.insert((deadline_ms, slot));
+        self.len += 1;
+    }
+
+    fn remove_at(&mut self, slot: u32) -> (Member, u64) {
+        let entry = match self.slots[slot as usize].take() {
+            Some(e) => e,
+            None => unreachable!("slot {slot} indexed but vacant"),
+        };
+        let hash = self.hasher.hash_one(&*entry.member);
+        match self.table.find_entry(hash, |&s| s == slot) {
+            Ok(found) => {
+                found.remove();
+            }
+            Err(_) => unreachable!("slot {slot} missing from the table"),
+        }
+        self.by_deadline.remove(&(entry.deadline_ms, slot));
+        self.len -= 1;
+        self.member_heap_bytes -= entry.member.heap_bytes();
+        if slot as usize + 1 == self.slots.len() {
+            // Trailing vacancies are cut so the slab shrinks with the set;
+            // stale free-list entries are skipped in `take_vacant_slot`.
+            while self.slots.last().is_some_and(Option::is_none) {
+                self.slots.pop();
+            }
+        } else {
+            self.free.push(slot);
+        }
+        if self.len == 0 {
+            self.free.clear();
+        }
+        (entry.member, entry.deadline_ms)
+    }
+
+    fn soonest(&self) -> Option<(u32, u64)> {
+        self.by_deadline.first().map(|&(d, s)| (s, d))
+    }
+
+    fn live_len(&self, now_ms: u64) -> usize {
+        self.len
+            - self
+                .by_deadline
+                .range(..(now_ms.saturating_add(1), 0))
+                .count()
+    }
+
+    fn iter_live(&self, now_ms: u64, rev: bool) -> Items<'_> {
+        let range = self
+            .by_deadline
+            .range((Bound::Excluded((now_ms, u32::MAX)), Bound::Unbounded));
+        let pick = move |&(d, s): &(u64, u32)| (&*self.entry(s).member, d);
+        if rev {
+            Box::new(range.rev().map(pick))
+        } else {
+            Box::new(range.map(pick))
+        }
+    }
+
+    fn iter_all(&self) -> Items<'_> {
+        Box::new(
+            self.by_deadline
+                .iter()
+                .map(move |&(d, s)| (&*self.entry(s).member, d)),
+        )
+    }
+
+    fn scan(&self, cursor: u64, count: usize, now_ms: u64) -> (u64, Vec<(&[u8], u64)>) {
+        let mut out = Vec::new();
+        let mut examined = 0;
+        let end = self.slots.len();
+        let mut i = usize::try_from(cursor).unwrap_or(usize::MAX).min(end);
+        let budget = count.max(1);
+        while i < end && examined < budget {
+            if let Some(e) = &self.slots[i] {
+                examined += 1;
+                if e.deadline_ms > now_ms {
+                    out.push((&*e.member, e.deadline_ms));
+                }
+            }
+            i += 1;
+        }
+        let next = if i >= end { 0 } else { i as u64 };
+        (next, out)
+    }
+
+    /// Exact for the slab, hash table and long members (allocator size
+    /// classes included), estimated for the B-tree (leaves of 11 keys,
+    /// about 60% full when deadlines arrive in order).
+    fn heap_bytes(&self) -> usize {
+        let slab = self.slots.heap_bytes();
+        let free = member::allocation_size(self.free.capacity() * 4);
+        let table = if self.table.capacity() == 0 {
+            0
+        } else {
+            // hashbrown: a power-of-two bucket count at up to 7/8 load, one
+            // u32 and one control byte per bucket, plus a group of slack.
+            let buckets = (self.table.capacity() * 8 / 7).next_power_of_two();
+            member::allocation_size(buckets * 5 + 16)
+        };
+        slab + free + table + self.len * 30 + self.member_heap_bytes
+    }
+
+    fn check_invariants(&self) {
+        let occupied: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&s| self.slots[s as usize].is_some())
+            .collect();
+        assert_eq!(occupied.len(), self.len, "len matches occupied slots");
+        assert_eq!(self.table.len(), self.len, "table size");
+        assert_eq!(self.by_deadline.len(), self.len, "index size");
+        let mut heap = 0;
+        for &s in &occupied {
+            let e = self.entry(s);
+            heap += e.member.heap_bytes();
+            assert_eq!(self.find_slot(&e.member), Some(s), "member findable");
+            assert!(
+                self.by_deadline.contains(&(e.deadline_ms, s)),
+                "indexed by deadline"
+            );
+        }
+        assert_eq!(heap, self.member_heap_bytes, "member heap bytes");
+        for (s, slot) in self.slots.iter().enumerate() {
+            if slot.is_none() {
+                assert!(
+                    self.free.contains(&(s as u32)),
+                    "vacant slot {s} on free list"
+                );
+            }
+        }
+        assert!(
+            self.slots.last().is_none_or(Option::is_some),
+            "no trailing vacancy"
+        );
+    }
+}

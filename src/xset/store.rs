@@ -1,0 +1,40 @@
+//! The interface both encodings implement: the few primitive operations on
+//! which `XSet`'s semantics (conditions, expiry, persistence, draining) are
+//! written once, in `mod.rs`.
+
+use super::Member;
+
+/// Boxed iterators over `(member, deadline)`: both encodings hand these out.
+pub type Items<'a> = Box<dyn Iterator<Item = (&'a [u8], u64)> + 'a>;
+
+/// A storage encoding of members and their deadlines, ordered by deadline.
+pub trait Store {
+    /// Where a member sits; valid until the next mutation.
+    type Pos: Copy;
+
+    /// Members stored, expired or not.
+    fn len(&self) -> usize;
+    /// The position and stored deadline of `member`.
+    fn find(&self, member: &[u8]) -> Option<(Self::Pos, u64)>;
+    /// Changes the deadline of the member at `pos`.
+    fn set_deadline(&mut self, pos: Self::Pos, deadline_ms: u64);
+    /// Adds a member that is not stored.
+    fn insert(&mut self, member: &[u8], deadline_ms: u64);
+    /// Removes the member at `pos`, returning it and its deadline.
+    fn remove_at(&mut self, pos: Self::Pos) -> (Member, u64);
+    /// The member with the earliest deadline and that deadline.
+    fn soonest(&self) -> Option<(Self::Pos, u64)>;
+    /// Members whose deadline is after `now_ms`.
+    fn live_len(&self, now_ms: u64) -> usize;
+    /// Live members in deadline order (reversed when `rev`).
+    fn iter_live(&self, now_ms: u64, rev: bool) -> Items<'_>;
+    /// Every stored member in deadline order.
+    fn iter_all(&self) -> Items<'_>;
+    /// One step of a cursor scan: the live members found and the next
+    /// cursor (0: done).
+    fn scan(&self, cursor: u64, count: usize, now_ms: u64) -> (u64, Vec<(&[u8], u64)>);
+    /// Heap bytes held, allocator rounding included.
+    fn heap_bytes(&self) -> usize;
+    /// Panics if the encoding's own invariants do not hold.
+    fn check_invariants(&self);
+}
