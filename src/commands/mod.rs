@@ -172,17 +172,17 @@ pub fn with_write(
     let empty = set.is_empty();
     let next = set.next_deadline();
     match tracked {
-        // The unlink callback untracks the deleted key.
-        Some(_) if empty => {
+        Some(before) if empty => {
+            // The emptied value no longer knows where it was tracked.
+            expiry::track(ctx, key.as_slice(), before, None);
             handle.delete()?;
             ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
         }
-        Some(before) if before != next => expiry::track(ctx, key.as_slice(), next),
-        Some(_) => {}
+        Some(before) => expiry::track(ctx, key.as_slice(), before, next),
         None if empty => {}
         None => {
             handle.set_value(&XSET_TYPE, fresh)?;
-            expiry::track(ctx, key.as_slice(), next);
+            expiry::track(ctx, key.as_slice(), None, next);
         }
     }
     reply

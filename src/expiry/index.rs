@@ -2,64 +2,53 @@
 //! what lets active expiry do work in proportion to what is due, not to the
 //! number of keys.
 //!
-//! It is a hint, not a truth: an entry names a key, never a value. Whoever
-//! pops an entry reopens the key and checks that it still holds an xset;
-//! a missed event can delay reclamation until the key is touched, but can
-//! never make the timer touch the wrong memory.
+//! Each entry is `(deadline, key)`, where `deadline` is the key's set's
+//! earliest member deadline. There is no key-to-deadline map (it would cost
+//! a second copy of every key name): whoever changes a set knows its
+//! earliest deadline before and after, and moves the entry from one to the
+//! other ([`DeadlineIndex::relocate`]).
 //!
-//! Invariant: `by_key` and `by_deadline` hold the same `(key, deadline)`
-//! pairs, one per key.
+//! It is a hint, not a truth: an entry names a key, never a value. Whoever
+//! pops an entry reopens the key and checks that it still holds an xset, so
+//! a missed update can delay reclamation until the key is touched, or leave
+//! a stale entry until its deadline, but can never make the timer touch the
+//! wrong memory.
 
 use std::collections::{BTreeSet, HashMap};
 
 /// Keys of one database ordered by earliest member deadline.
 #[derive(Default, Debug)]
 pub struct DeadlineIndex {
-    by_key: HashMap<Box<[u8]>, u64>,
     by_deadline: BTreeSet<(u64, Box<[u8]>)>,
 }
 
 impl DeadlineIndex {
-    /// Number of keys tracked. O(1).
+    /// Number of entries. O(1).
     pub fn len(&self) -> usize {
-        self.by_key.len()
+        self.by_deadline.len()
     }
 
-    /// Whether no key is tracked. O(1).
+    /// Whether there is no entry. O(1).
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
+        self.by_deadline.is_empty()
     }
 
-    /// Tracks `key` under `deadline_ms`, or stops tracking it when `None`.
-    /// O(log k); allocates only for a key not tracked before.
-    pub fn set(&mut self, key: &[u8], deadline_ms: Option<u64>) {
-        match (self.by_key.get_mut(key), deadline_ms) {
-            (Some(current), Some(d)) if *current == d => {}
-            (Some(current), Some(d)) => {
-                let old = std::mem::replace(current, d);
-                if let Some((_, k)) = self.by_deadline.take(&(old, Box::from(key))) {
-                    self.by_deadline.insert((d, k));
-                }
-            }
-            (Some(_), None) => self.remove(key),
-            (None, Some(d)) => {
-                self.by_key.insert(Box::from(key), d);
-                self.by_deadline.insert((d, Box::from(key)));
-            }
-            (None, None) => {}
+    /// Moves `key` from `before` to `after` (either may be `None`: not
+    /// tracked). O(log k); allocates only when an entry is added.
+    pub fn relocate(&mut self, key: &[u8], before: Option<u64>, after: Option<u64>) {
+        if before == after {
+            return;
+        }
+        let reused = before.and_then(|d| self.by_deadline.take(&(d, Box::from(key))));
+        if let Some(d) = after {
+            let name = reused.map_or_else(|| Box::from(key), |(_, k)| k);
+            self.by_deadline.insert((d, name));
         }
     }
 
-    /// Stops tracking `key`. O(log k).
-    pub fn remove(&mut self, key: &[u8]) {
-        if let Some(d) = self.by_key.remove(key) {
-            self.by_deadline.remove(&(d, Box::from(key)));
-        }
-    }
-
-    /// The deadline `key` is tracked under.
-    pub fn deadline_of(&self, key: &[u8]) -> Option<u64> {
-        self.by_key.get(key).copied()
+    /// Whether `key` is tracked under `deadline_ms`.
+    pub fn contains(&self, key: &[u8], deadline_ms: u64) -> bool {
+        self.by_deadline.contains(&(deadline_ms, Box::from(key)))
     }
 
     /// The earliest tracked deadline. O(log k).
@@ -71,29 +60,17 @@ impl DeadlineIndex {
     /// deadline is not after `now_ms`. O(log k).
     pub fn pop_due(&mut self, now_ms: u64) -> Option<Box<[u8]>> {
         match self.by_deadline.first() {
-            Some((d, _)) if *d <= now_ms => {
-                let (_, key) = self.by_deadline.pop_first()?;
-                self.by_key.remove(&key);
-                Some(key)
-            }
+            Some((d, _)) if *d <= now_ms => self.by_deadline.pop_first().map(|(_, k)| k),
             _ => None,
         }
     }
 
-    /// Number of keys due at `now_ms`. O(log k + due).
+    /// Number of entries due at `now_ms`. O(log k + due).
     pub fn due_count(&self, now_ms: u64) -> usize {
         self.by_deadline
             .iter()
             .take_while(|(d, _)| *d <= now_ms)
             .count()
-    }
-
-    #[cfg(test)]
-    fn check_invariants(&self) {
-        assert_eq!(self.by_key.len(), self.by_deadline.len());
-        for (d, k) in &self.by_deadline {
-            assert_eq!(self.by_key.get(k), Some(d));
-        }
     }
 }
 
@@ -104,13 +81,13 @@ pub struct Indexes {
 }
 
 impl Indexes {
-    /// Tracks `key` of `db` under `deadline_ms` (`None`: untrack).
-    pub fn set(&mut self, db: i32, key: &[u8], deadline_ms: Option<u64>) {
-        if deadline_ms.is_none() && !self.dbs.contains_key(&db) {
+    /// Moves `key` of `db` from `before` to `after` (`None`: not tracked).
+    pub fn relocate(&mut self, db: i32, key: &[u8], before: Option<u64>, after: Option<u64>) {
+        if before == after || (after.is_none() && !self.dbs.contains_key(&db)) {
             return;
         }
         let index = self.dbs.entry(db).or_default();
-        index.set(key, deadline_ms);
+        index.relocate(key, before, after);
         if index.is_empty() {
             self.dbs.remove(&db);
         }
@@ -194,36 +171,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tracks_moves_and_pops_in_deadline_order() {
+    fn relocates_and_pops_in_deadline_order() {
         let mut i = DeadlineIndex::default();
-        i.set(b"a", Some(30));
-        i.set(b"b", Some(10));
-        i.set(b"c", Some(20));
-        i.set(b"a", Some(5));
-        i.check_invariants();
+        i.relocate(b"a", None, Some(30));
+        i.relocate(b"b", None, Some(10));
+        i.relocate(b"c", None, Some(20));
+        i.relocate(b"a", Some(30), Some(5));
+        assert_eq!(i.len(), 3);
+        assert!(i.contains(b"a", 5) && !i.contains(b"a", 30));
         assert_eq!(i.next_deadline(), Some(5));
         assert_eq!(i.due_count(20), 3);
         assert_eq!(i.pop_due(20).as_deref(), Some(&b"a"[..]));
         assert_eq!(i.pop_due(20).as_deref(), Some(&b"b"[..]));
-        i.set(b"c", None);
+        i.relocate(b"c", Some(20), None);
         assert_eq!(i.pop_due(100), None);
         assert!(i.is_empty());
-        i.check_invariants();
     }
 
     #[test]
     fn databases_flush_and_swap() {
         let mut all = Indexes::default();
-        all.set(0, b"k", Some(10));
-        all.set(1, b"k", Some(20));
-        all.set(2, b"x", Some(5));
+        all.relocate(0, b"k", None, Some(10));
+        all.relocate(1, b"k", None, Some(20));
+        all.relocate(2, b"x", None, Some(5));
         assert_eq!(all.due_dbs(10), vec![0, 2]);
         all.swap(0, 1);
-        assert_eq!(all.db(0).and_then(|i| i.deadline_of(b"k")), Some(20));
-        assert_eq!(all.db(1).and_then(|i| i.deadline_of(b"k")), Some(10));
+        assert!(all.db(0).is_some_and(|i| i.contains(b"k", 20)));
+        assert!(all.db(1).is_some_and(|i| i.contains(b"k", 10)));
         all.swap(1, 5);
         assert!(all.db(1).is_none());
-        assert_eq!(all.db(5).and_then(|i| i.deadline_of(b"k")), Some(10));
+        assert!(all.db(5).is_some_and(|i| i.contains(b"k", 10)));
         all.flush(2);
         assert_eq!(all.len(), 2);
         assert_eq!(all.next_deadline(), Some(10));

@@ -65,13 +65,13 @@ fn period_ms() -> u64 {
     PERIOD_MS.load(Ordering::Relaxed).clamp(1, 60_000) as u64
 }
 
-/// Records that `key` in the selected database now has its earliest member
-/// deadline at `next_deadline` (`None`: nothing to expire), and brings the
-/// timer forward if that is sooner than its next tick.
-pub fn track(ctx: &Context, key: &[u8], next_deadline: Option<u64>) {
+/// Records that the earliest member deadline of `key` in the selected
+/// database moved from `before` to `after` (`None`: nothing to expire), and
+/// brings the timer forward if `after` is sooner than its next tick.
+pub fn track(ctx: &Context, key: &[u8], before: Option<u64>, after: Option<u64>) {
     let db = ffi::selected_db(ctx);
-    index().set(db, key, next_deadline);
-    if let Some(d) = next_deadline
+    index().relocate(db, key, before, after);
+    if let Some(d) = after
         && d < TIMER_FIRES_AT.load(Ordering::Relaxed)
     {
         let now = clock(ctx).now_ms;
@@ -79,9 +79,10 @@ pub fn track(ctx: &Context, key: &[u8], next_deadline: Option<u64>) {
     }
 }
 
-/// Stops tracking `key` of `db` (the type's `unlink2`: the value left it).
-pub fn forget(db: i32, key: &[u8]) {
-    index().set(db, key, None);
+/// Stops tracking `key` of `db`, tracked under `deadline_ms` (the type's
+/// `unlink2`: the value left the key).
+pub fn forget(db: i32, key: &[u8], deadline_ms: Option<u64>) {
+    index().relocate(db, key, deadline_ms, None);
 }
 
 /// `FLUSHDB` (`db`) or `FLUSHALL` (-1).
@@ -114,7 +115,7 @@ pub fn on_keyspace_event(ctx: &Context, _kind: NotifyEvent, event: &str, key: &[
         let name = ctx.create_string(key);
         let handle = ctx.open_key_with_flags(&name, KeyFlags::NOTOUCH);
         if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) {
-            track(ctx, key, set.next_deadline());
+            track(ctx, key, None, set.next_deadline());
         }
     }));
     if caught.is_err() {
@@ -204,12 +205,13 @@ fn expire_key(ctx: &Context, key: &[u8], now: u64, started: Instant, budget: Dur
             break;
         }
     }
+    // The popped entry is gone from the index: track what is left anew.
     if set.is_empty() {
         if handle.delete().is_ok() {
             ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", &name);
         }
     } else {
-        index().set(ffi::selected_db(ctx), key, set.next_deadline());
+        index().relocate(ffi::selected_db(ctx), key, None, set.next_deadline());
     }
     expired
 }

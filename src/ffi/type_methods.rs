@@ -239,7 +239,9 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
 /// Called on the main thread when a value leaves its key (DEL, UNLINK,
 /// overwrite, key expiry, eviction, the source of RENAME and MOVE): the
 /// active-expiry index forgets the key. Not called on FLUSHDB.
-unsafe extern "C" fn unlink2(ctx: *mut raw::RedisModuleKeyOptCtx, _value: *const c_void) {
+unsafe extern "C" fn unlink2(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
+    // SAFETY: Redis passes a value of this type.
+    let set = unsafe { set_ref(value) };
     // SAFETY: presence checked; Redis passes a live option context whose key
     // name string outlives this call.
     let fns = unsafe {
@@ -256,5 +258,7 @@ unsafe extern "C" fn unlink2(ctx: *mut raw::RedisModuleKeyOptCtx, _value: *const
         return;
     }
     let key = redis_module::RedisString::string_as_slice(key);
-    guarded("unlink", (), || crate::expiry::forget(db, key));
+    guarded("unlink", (), || {
+        crate::expiry::forget(db, key, set.next_deadline())
+    });
 }
