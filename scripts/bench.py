@@ -1,0 +1,601 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark of xset against the native recipes, in one run.
+
+Run through scripts/bench (which builds target/release/libxset.so first).
+Starts its own redis-server processes on free 127.0.0.1 ports and kills them
+at the end. Three sections, each interleaving the compared structures inside
+every run so that drift on a shared machine hits all of them alike; tables
+show medians over runs and ratios to the native baseline of the same run:
+
+  throughput  redis-benchmark ops/s: add and membership, 3 scenarios, -P 16/1
+  memory      bytes per 16-byte member: SET, ZSET, xset, key per member
+  expiry      1M members due at once: time to reclaim, PING latency meanwhile
+
+Python 3.11 standard library only.
+"""
+import argparse, array, csv, gc, io, json, os, platform, shutil, signal, socket, statistics
+import subprocess, sys, tempfile, threading, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODULE = os.path.join(ROOT, "target", "release", "libxset.so")
+PLACEHOLDER = b"@DEADLINE@@@@"          # 13 bytes, like a Unix-ms deadline
+
+# ---------------------------------------------------------------- RESP helper
+
+def bulk(a):
+    b = a if isinstance(a, bytes) else str(a).encode()
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def enc(*args):
+    """One command in RESP (array of bulk strings)."""
+    return b"*%d\r\n" % len(args) + b"".join(map(bulk, args))
+
+
+def enc_pairs(head, members, const, const_first=False):
+    """head + (member const)* or (const member)*: big variadic writes,
+    built from pre-encoded pieces because Python is slow per argument."""
+    em, c = [bulk(m) for m in members], bulk(const)
+    body = c + c.join(em) if const_first else c.join(em) + c
+    return b"*%d\r\n" % (len(head) + 2 * len(em)) + b"".join(map(bulk, head)) + body
+
+
+def enc_zip(head, first, second):
+    """head + (first[i] second[i])*."""
+    body = b"".join(bulk(a) + bulk(b) for a, b in zip(first, second))
+    return b"*%d\r\n" % (len(head) + 2 * len(first)) + b"".join(map(bulk, head)) + body
+
+
+def enc_each(verb, keys, *rest, last=None):
+    """[verb key *rest (last[i])] for each key: many small writes, fast."""
+    head = b"*%d\r\n" % (2 + len(rest) + (last is not None)) + bulk(verb)
+    tail = b"".join(map(bulk, rest))
+    if last is None:
+        return [head + bulk(k) + tail for k in keys]
+    return [head + bulk(k) + tail + bulk(x) for k, x in zip(keys, last)]
+
+
+class Conn:
+    """A raw RESP2 connection: one-off calls, and big pipelined batches."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf, self.pos = bytearray(), 0
+
+    def close(self):
+        self.sock.close()
+
+    def _fill(self):
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError("server closed the connection")
+        if self.pos:
+            del self.buf[:self.pos]
+            self.pos = 0
+        self.buf += data
+
+    def _line(self):
+        while (end := self.buf.find(b"\r\n", self.pos)) < 0:
+            self._fill()
+        line = bytes(self.buf[self.pos:end])
+        self.pos = end + 2
+        return line
+
+    def reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"*":
+            return [self.reply() for _ in range(int(rest))]
+        if kind != b"$":
+            raise RuntimeError(f"bad RESP line {line[:60]!r}")
+        if (n := int(rest)) < 0:
+            return None
+        while len(self.buf) - self.pos < n + 2:
+            self._fill()
+        self.pos += n + 2
+        return bytes(self.buf[self.pos - n - 2:self.pos - 2])
+
+    def call(self, *args):
+        self.sock.sendall(enc(*args))
+        return self.reply()
+
+    def lines(self, n):
+        """The next n replies, each known to be one line (+, -, : or $-1)."""
+        while self.buf.count(b"\r\n", self.pos) < n:
+            self._fill()
+        out = bytes(self.buf[self.pos:]).split(b"\r\n", n)[:n]
+        self.pos += sum(len(line) + 2 for line in out)
+        for line in out:
+            if line[:1] == b"-":
+                raise RuntimeError(line.decode(errors="replace"))
+        return out
+
+    def pipeline(self, chunks):
+        """Sends pre-encoded chunks [(bytes, n_commands)], one chunk ahead of
+        the replies it reads; returns all the (one-line) reply lines."""
+        out = []
+        for i, (data, n) in enumerate(chunks):
+            if i == 0:
+                self.sock.sendall(data)
+            if i + 1 < len(chunks):
+                self.sock.sendall(chunks[i + 1][0])
+            out += self.lines(n)
+        return out
+
+
+def batched(cmds, per_chunk=1000):
+    """Groups encoded commands into pipeline chunks."""
+    return [(b"".join(cmds[i:i + per_chunk]), len(cmds[i:i + per_chunk]))
+            for i in range(0, len(cmds), per_chunk)]
+
+
+def info(conn, section):
+    text = conn.call("INFO", section).decode()
+    return dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
+
+# ---------------------------------------------------------------- server
+
+SERVERS = []
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A redis-server with xset loaded, on a free loopback port."""
+
+    def __init__(self):
+        self.port, self.dir = free_port(), tempfile.mkdtemp(prefix="xset-bench-")
+        self.log = os.path.join(self.dir, "redis.log")
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.dir,
+             "--logfile", self.log, "--loadmodule", MODULE],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        SERVERS.append(self)
+        for _ in range(500):
+            try:
+                c = Conn(self.port)
+                if c.call("PING") == "PONG":
+                    self.ctl = c
+                    return
+            except (OSError, RuntimeError):
+                pass
+            self.check()
+            time.sleep(0.01)
+        raise RuntimeError("redis-server did not answer PING in 5 s")
+
+    def check(self):
+        """Raises with the log's tail if the server died (a module crash)."""
+        if self.proc.poll() is not None:
+            tail = ""
+            if os.path.exists(self.log):
+                with open(self.log, errors="replace") as f:
+                    tail = "".join(f.readlines()[-60:])
+            raise RuntimeError(f"redis-server on port {self.port} died "
+                               f"(exit {self.proc.returncode}); log tail:\n{tail}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if self in SERVERS:
+            SERVERS.remove(self)
+
+
+def flushall(srv):
+    srv.ctl.call("FLUSHALL", "SYNC")
+    while info(srv.ctl, "memory").get("lazyfree_pending_objects", "0") != "0":
+        time.sleep(0.01)
+
+# ---------------------------------------------------------------- output
+
+def human(n):
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def log(msg):
+    print(f"   {msg}", file=sys.stderr, flush=True)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def table(title, headers, rows, notes=()):
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                              for i, (c, w) in enumerate(zip(r, widths)))
+    print(f"\n== {title}")
+    for n in notes:
+        print(f"   {n}")
+    print(fmt(cells[0]))
+    print("  ".join("-" * w for w in widths))
+    for r in cells[1:]:
+        print(fmt(r))
+    sys.stdout.flush()
+
+# ---------------------------------------------------------------- throughput
+
+M = lambda i: f"{i:012d}"          # how redis-benchmark expands __rand_int__
+PUSH_LUA = ("local t = redis.call('TIME') "
+            "local now = t[1] * 1000 + math.floor(t[2] / 1000) "
+            "redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now - tonumber(ARGV[2])) "
+            "return redis.call('ZADD', KEYS[1], now, ARGV[1])")
+
+
+def commands(many_keys, sha):
+    """The compared commands, baseline first: (add group, membership group)."""
+    k = ":__rand_int__" if many_keys else ""
+    return ([("SADD", f"SADD s{k} __rand_int__"),
+             ("XSET.ADD", f"XSET.ADD x{k} __rand_int__ 3600"),
+             ("ZADD", f"ZADD z{k} 1700000000000 __rand_int__"),
+             ("SET PX/member", f"SET m{k}:__rand_int__ 1 PX 3600000"),
+             ("push (EVALSHA)", f"EVALSHA {sha} 1 zp{k} __rand_int__ 3600000")],
+            [("SISMEMBER", f"SISMEMBER s{k} __rand_int__"),
+             ("XSET.HAS", f"XSET.HAS x{k} __rand_int__"),
+             ("ZSCORE", f"ZSCORE z{k} __rand_int__"),
+             ("EXISTS/member", f"EXISTS m{k}:__rand_int__")])
+
+
+def preload(srv, r, many_keys):
+    """Fills every structure of a scenario: members 0..r-1 in one key, or
+    10 members in each of r keys."""
+    flushall(srv)
+    now, cmds = int(time.time() * 1000), []
+    if many_keys:
+        groups = [(f":{M(k)}", [M((k + j * 10007) % r) for j in range(10)]) for k in range(r)]
+    else:
+        groups = [("", [M(i) for i in range(lo, min(r, lo + 1000))]) for lo in range(0, r, 1000)]
+    for k, ms in groups:
+        cmds.append(enc("SADD", f"s{k}", *ms))
+        cmds.append(enc_pairs(["XSET.ADD", f"x{k}"], ms, 3600))
+        cmds.append(enc_pairs(["ZADD", f"z{k}"], ms, 1700000000000, const_first=True))
+        cmds.append(enc_pairs(["ZADD", f"zp{k}"], ms, now, const_first=True))
+        cmds += enc_each("SET", [f"m{k}:{m}" for m in ms], 1, "PX", 3600000)
+    c = Conn(srv.port)
+    c.pipeline(batched(cmds, 2000))
+    c.close()
+
+
+def redis_benchmark(srv, cmd, r, n, pipe):
+    out = subprocess.run(
+        ["redis-benchmark", "-h", "127.0.0.1", "-p", str(srv.port), "-c", "50",
+         "-P", str(pipe), "-n", str(n), "-r", str(r), "--csv", *cmd.split()],
+        capture_output=True, text=True, timeout=900)
+    srv.check()
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    if out.returncode or not rows:
+        raise RuntimeError(f"redis-benchmark failed for {cmd!r}: {out.stderr[-500:]}")
+    return float(rows[-1]["rps"])
+
+
+def bench_throughput(args):
+    n = {16: 100_000, 1: 20_000} if args.quick else {16: 1_000_000, 1: 100_000}
+    big, keys = (200_000, 20_000) if args.quick else (1_000_000, 100_000)
+    scenarios = [("1 key x 1k", 1000, False), (f"1 key x {human(big)}", big, False),
+                 (f"{human(keys)} keys x ~10", keys, True)]
+    srv, results = Server(), {}     # (group, scenario, pipe, name) -> [(ops, ratio)]
+    try:
+        sha = srv.ctl.call("SCRIPT", "LOAD", PUSH_LUA).decode()
+        for run in range(args.runs):
+            for scen, r, many in scenarios:
+                t0 = time.time()
+                preload(srv, r, many)
+                log(f"run {run + 1}/{args.runs}: {scen} preloaded in {time.time() - t0:.1f} s")
+                for pipe in (16, 1):
+                    for group, cmds in zip(("add", "membership"), commands(many, sha)):
+                        shift = run % len(cmds)          # rotate who goes first
+                        rps = {name: redis_benchmark(srv, c, r, n[pipe], pipe)
+                               for name, c in cmds[shift:] + cmds[:shift]}
+                        for name, _ in cmds:
+                            results.setdefault((group, scen, pipe, name), []).append(
+                                (rps[name], rps[name] / rps[cmds[0][0]]))
+    finally:
+        srv.stop()
+    out = [dict(group=g, scenario=s, pipeline=p, command=c,
+                ops_median=median([v[0] for v in vals]), ratio_median=median([v[1] for v in vals]),
+                ops_runs=[v[0] for v in vals], ratio_runs=[v[1] for v in vals])
+           for (g, s, p, c), vals in results.items()]
+    for group, cmds in zip(("add", "membership"), commands(False, "")):
+        names = [c for c, _ in cmds]
+        rows = []
+        for scen, _, _ in scenarios:
+            for pipe in (16, 1):
+                cell = {o["command"]: o for o in out if (o["group"], o["scenario"], o["pipeline"])
+                        == (group, scen, pipe)}
+                rows.append([scen, f"-P {pipe}"] + [
+                    f"{cell[c]['ops_median'] / 1000:,.0f}k {cell[c]['ratio_median']:.2f}"
+                    for c in names])
+        table(f"Throughput, {group}: kops/s (median of runs) and ratio to {names[0]} in the "
+              "same run (median of per-run ratios)", ["members", "pipe"] + names, rows, notes=[
+                  f"redis-benchmark -c 50 -r <members>, -n {n[16]:,} with -P 16 and {n[1]:,} "
+                  f"with -P 1; {args.runs} run(s), command order rotated per run."])
+    print("   Each structure is preloaded before measuring (1 key: members 0..r-1; many keys: "
+          "10 members each), so in\n   one key adds are updates: XSET.ADD moves the deadline "
+          "to now+3600 s, ZADD with a fixed score changes nothing.\n   push = the seed's "
+          "recipe, ZREMRANGEBYSCORE key 0 now-ttl + ZADD key now member, as one EVALSHA.\n"
+          "   Many keys: redis-benchmark replaces each __rand_int__ independently, so key and "
+          "member are unrelated:\n   membership checks find the key but almost never the "
+          "member (10 of r), adds mostly create members.")
+    return out
+
+# ---------------------------------------------------------------- memory
+
+STRUCTS = ["SET", "ZSET", "xset", "key per member"]
+
+
+def load_memory(srv, struct, size, nkeys):
+    now, cmds = int(time.time() * 1000), []
+    for k in range(nkeys):
+        for lo in range(0, size, 1000):
+            ms = [f"member:{i:09d}" for i in range(lo, min(size, lo + 1000))]
+            dl = [now + 3_600_000 + k * size + i for i in range(lo, lo + len(ms))]
+            if struct == "SET":
+                cmds.append(enc("SADD", f"k{k}", *ms))
+            elif struct == "ZSET":
+                cmds.append(enc_zip(["ZADD", f"k{k}"], dl, ms))
+            elif struct == "xset":
+                cmds.append(enc_zip(["XSET.ADD", f"k{k}", "PXAT", "MEMBERS", len(ms)], ms, dl))
+            else:
+                cmds += enc_each("SET", [f"k{k}:{m}" for m in ms], 1, "PXAT", last=dl)
+    c = Conn(srv.port)                  # a fresh client: its buffers go with it
+    c.pipeline(batched(cmds, 200))
+    c.close()
+    keys = [f"k{k}" for k in range(nkeys)] if struct != "key per member" else \
+        [f"k{k}:member:{i:09d}" for k in range(nkeys) for i in range(size)]
+    return keys
+
+
+def settled_used_memory(srv):
+    """used_memory once two reads 100 ms apart agree (rehashing done)."""
+    last = None
+    for _ in range(30):
+        cur = int(info(srv.ctl, "memory")["used_memory"])
+        if cur == last:
+            break
+        last = cur
+        time.sleep(0.1)
+    return cur
+
+
+def bench_memory(args):
+    total = 20_000 if args.quick else 100_000
+    sizes = [10, 30, 128, 1000, 100_000 if args.quick else 1_000_000]
+    srv, out, rows_um, rows_mu = Server(), [], [], []
+    try:
+        for size in sizes:
+            nkeys = max(1, total // size)
+            per = {}
+            for struct in STRUCTS:
+                flushall(srv)
+                before = settled_used_memory(srv)
+                keys = load_memory(srv, struct, size, nkeys)
+                after = settled_used_memory(srv)
+                usage = sum(int(x[1:]) for x in srv.ctl.pipeline(
+                    batched([enc("MEMORY", "USAGE", k, "SAMPLES", 0) for k in keys], 2000)))
+                members = nkeys * size
+                per[struct] = ((after - before) / members, usage / members)
+                out.append(dict(size=size, keys=nkeys, structure=struct,
+                                used_memory_per_member=per[struct][0],
+                                memory_usage_per_member=per[struct][1]))
+            for rows, i in ((rows_um, 0), (rows_mu, 1)):
+                rows.append([f"{size:,}", f"{nkeys:,}"] +
+                            [f"{per[s][i]:.1f}" for s in STRUCTS] +
+                            [f"{per['xset'][i] / per['ZSET'][i]:.2f}"])
+    finally:
+        srv.stop()
+    heads = ["members/key", "keys"] + STRUCTS + ["xset/ZSET"]
+    notes = ["16-byte members (member:000000001), each with its own deadline (PXAT); "
+             "~%s members in total per cell; per member INCLUDING per-key overhead." % f"{total:,}",
+             "Memory is deterministic, so it is measured once (not a median). Redis 7.0 keeps "
+             "ZSETs of <= 128 members as listpacks; SETs of non-integers are hash tables."]
+    table("Memory: bytes per member, INFO memory used_memory delta "
+          "(FLUSHALL SYNC between structures)", heads, rows_um, notes)
+    table("Memory: bytes per member, sum of MEMORY USAGE key SAMPLES 0 "
+          "(excludes the keyspace dict and, for keys, the expires dict)", heads, rows_mu)
+    return out
+
+# ---------------------------------------------------------------- expiry
+
+def expiry_payload(kind, n):
+    """Pre-encoded loading chunks with PLACEHOLDER where the deadline goes,
+    so the deadline can be fixed just before sending."""
+    if kind in ("xset", "xset-keys"):
+        per_key = n if kind == "xset" else 1000
+        cmds = []
+        for k in range(n // per_key):
+            for lo in range(0, per_key, 1000):
+                ms = [f"member:{i:09d}" for i in range(lo, min(per_key, lo + 1000))]
+                cmds.append(enc_pairs(["XSET.ADD", f"x{k}", "PXAT", "MEMBERS", len(ms)],
+                                      ms, PLACEHOLDER))
+        return batched(cmds, 20)
+    if kind == "keys":
+        return batched(enc_each("SET", [f"k:member:{i:09d}" for i in range(n)],
+                                1, "PXAT", PLACEHOLDER), 5000)
+    cmds = []
+    for lo in range(0, n, 1000):
+        ms = [f"member:{i:09d}" for i in range(lo, min(n, lo + 1000))]
+        cmds.append(enc_pairs(["ZADD", "z"], ms, PLACEHOLDER, const_first=True))
+    return batched(cmds, 20)
+
+
+def pctl(sorted_xs, q):
+    return sorted_xs[min(len(sorted_xs) - 1, int(q * len(sorted_xs)))] if sorted_xs else None
+
+
+def ping_loop(port, stop, starts, lats):
+    """PINGs back to back, each one timed alone with perf_counter; appends
+    its start (Unix seconds) and latency (s) to two arrays (no GC objects)."""
+    c = Conn(port)
+    ping, off = enc("PING"), time.time() - time.perf_counter()
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        c.sock.sendall(ping)
+        c._line()
+        lats.append(time.perf_counter() - t0)
+        starts.append(t0 + off)
+    c.close()
+
+
+def expiry_once(kind, n, lead_s):
+    """Loads one scenario due at now + lead_s, then watches it go."""
+    srv = Server()
+    try:
+        chunks = expiry_payload(kind, n)
+        deadline_ms = int(time.time() * 1000 + lead_s * 1000)
+        d, deadline, t_load = str(deadline_ms).encode(), deadline_ms / 1000, time.time()
+        loader = Conn(srv.port)
+        loader.pipeline([(b.replace(PLACEHOLDER, d), k) for b, k in chunks])
+        loader.close()
+        del chunks
+        load_s = time.time() - t_load
+        if time.time() > deadline - 1.0:
+            return dict(load_s=load_s, too_slow=True)
+        time.sleep(max(0, deadline - 1.0 - time.time()))
+        gc.disable()                  # no collector pauses inside the window
+        stop, starts, lats = threading.Event(), array.array("d"), array.array("d")
+        threads = [threading.Thread(target=ping_loop, args=(srv.port, stop, starts, lats), daemon=True)]
+        if kind == "zset":            # the recipe's cron job, at the deadline
+            def at_deadline(c=Conn(srv.port)):
+                time.sleep(max(0, deadline - time.time()))
+                c.call("ZREMRANGEBYSCORE", "z", "-inf", int(time.time() * 1000))
+            threads.append(threading.Thread(target=at_deadline, daemon=True))
+        for t in threads:
+            t.start()
+        time.sleep(max(0, deadline - time.time()))
+        poll, reclaimed = Conn(srv.port), None
+        while time.time() < deadline + 60:
+            if poll.call("DBSIZE") == 0:
+                reclaimed = time.time()
+                break
+            time.sleep(0.005)
+        time.sleep(0.2)
+        stop.set()
+        for t in threads:
+            t.join()
+        gc.enable()
+        srv.check()
+        end = (reclaimed or time.time()) + 0.2
+        lat = sorted(l * 1000 for t, l in zip(starts, lats) if deadline - 0.2 <= t <= end)
+        idle = sorted(l * 1000 for t, l in zip(starts, lats) if t < deadline - 0.2)
+        x, st = info(poll, "xset"), info(poll, "stats")
+        return dict(reclaim_s=reclaimed and reclaimed - deadline, load_s=load_s, pings=len(lat),
+                    p50_ms=pctl(lat, 0.50), p99_ms=pctl(lat, 0.99), max_ms=lat[-1],
+                    idle_p99_ms=pctl(idle, 0.99), idle_max_ms=idle[-1],
+                    xset_expired_members_active=int(x.get("xset_expired_members_active", 0)),
+                    xset_expired_members_lazy=int(x.get("xset_expired_members_lazy", 0)),
+                    xset_keys_tracked=int(x.get("xset_keys_tracked", 0)),
+                    expired_keys=int(st["expired_keys"]))
+    finally:
+        gc.enable()
+        srv.stop()
+
+
+def bench_expiry(args):
+    n = 300_000 if args.quick else 1_000_000
+    labels = {"xset": f"(a) xset: 1 key x {human(n)}", "xset-keys": f"(b) xset: {n // 1000:,}"
+              " keys x 1k", "keys": f"(c) {human(n)} keys SET PX", "zset":
+              f"(d) ZSET {human(n)} + ZREMRANGEBYSCORE"}
+    kinds, results = list(labels), {k: [] for k in labels}
+    lead = {k: args.expiry_lead for k in kinds}
+    for run in range(args.runs):
+        for kind in kinds[run % 4:] + kinds[:run % 4]:
+            while (res := expiry_once(kind, n, lead[kind])).get("too_slow"):
+                lead[kind] = max(2 * lead[kind], res["load_s"] + 2)
+                log(f"{labels[kind]}: loading took {res['load_s']:.1f} s; "
+                    f"again with the deadline {lead[kind]:.0f} s ahead")
+            results[kind].append(res)
+            log(f"run {run + 1}/{args.runs}: {labels[kind]}: reclaimed in "
+                f"{res['reclaim_s'] or float('nan'):.3f} s, PING p99 {res['p99_ms']:.2f} ms, "
+                f"max {res['max_ms']:.2f} ms (loaded in {res['load_s']:.1f} s)")
+    targets = {"xset": "< 1 s; p99 < 2; max < 15", "keys": "ref 2.4-2.7 s; max ~30",
+               "zset": "ref stall ~400 ms"}
+    rows, out = [], []
+    for k in kinds:
+        rs = results[k]
+        m = {f: median([r[f] for r in rs if r[f] is not None])
+             for f in ("reclaim_s", "p50_ms", "p99_ms", "max_ms", "idle_p99_ms")}
+        native = median([r["reclaim_s"] for r in results["keys"] if r["reclaim_s"] is not None])
+        target = targets.get(k, targets["xset"])
+        if k.startswith("xset"):
+            met = m["reclaim_s"] < 1 and m["p99_ms"] < 2 and m["max_ms"] < 15
+            target += " MET" if met else " MISSED"
+            if any(r["xset_expired_members_active"] != n for r in rs):
+                log(f"{labels[k]}: xset_expired_members_active != {n} in some run (see JSON)")
+        timeouts = sum(r["reclaim_s"] is None for r in rs)
+        rows.append([labels[k], f"{m['reclaim_s']:.3f}" + (f" ({timeouts} timeout)" if timeouts else ""),
+                     f"{m['reclaim_s'] / native:.2f}", f"{m['p50_ms']:.3f}", f"{m['p99_ms']:.3f}",
+                     f"{m['max_ms']:.2f}", f"{max(r['max_ms'] for r in rs):.2f}",
+                     f"{m['idle_p99_ms']:.3f}", f"{max(r['idle_max_ms'] for r in rs):.2f}", target])
+        out.append(dict(scenario=labels[k], target=target, runs=rs,
+                        **{f"{f}_median": v for f, v in m.items()}))
+    table("Expiry: all members due at one deadline. reclaim = deadline -> DBSIZE 0 (polled "
+          "every 5 ms); PING over [deadline-0.2 s, reclaimed+0.2 s]",
+          ["scenario", "reclaim s", "vs SET PX", "p50 ms", "p99 ms", "max ms", "worst max",
+           "idle p99", "idle max", "target (xset) / reference"], rows, notes=[
+              f"Medians of {args.runs} run(s), a fresh server per scenario and run; worst max = "
+              "largest PING of all runs; idle = PING over [deadline-1 s, deadline-0.2 s).",
+              "Targets (issue): xset reclaimed in < 1 s, PING p99 < 2 ms, max < 15 ms (checked "
+              "on the medians). Reference on this machine class: Redis key expiry 2.4-2.7 s,",
+              "PING max ~30 ms; ZREMRANGEBYSCORE stalled ~400 ms. Module defaults: "
+              "xset.active-expire-period-ms 100, xset.active-expire-budget-us 1000."])
+    return out
+
+# ---------------------------------------------------------------- main
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="smaller sizes, 1 run (smoke test)")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--only", choices=["throughput", "memory", "expiry"])
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument("--expiry-lead", type=float, default=3.0,
+                   help="seconds from the start of loading to the deadline (default 3)")
+    args = p.parse_args()
+    if args.quick:
+        args.runs = 1
+    if not os.path.exists(MODULE):
+        sys.exit(f"xset: {MODULE} is missing; run scripts/bench (it builds first)")
+    if not shutil.which("redis-benchmark"):
+        sys.exit("xset: redis-benchmark is missing (apt-get install redis-tools)")
+    sys.setswitchinterval(0.0005)     # let the PING thread get the GIL quickly
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    run = lambda *cmd: subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    version = run("redis-server", "--version").split(" sha=")[0]
+    commit = run("git", "describe", "--always", "--dirty") or "unknown"
+    print(f"xset bench: {version}; xset {commit}; {os.cpu_count()} CPUs; {platform.platform()}; "
+          f"runs={args.runs}{' (quick)' if args.quick else ''}", flush=True)
+    report = dict(redis=version, xset_commit=commit, cpus=os.cpu_count(), runs=args.runs,
+                  quick=args.quick, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    sections = {"throughput": bench_throughput, "memory": bench_memory, "expiry": bench_expiry}
+    try:
+        for name, fn in sections.items():
+            if args.only in (None, name):
+                t0 = time.time()
+                log(f"-- {name} ...")
+                report[name] = fn(args)
+                log(f"-- {name} took {time.time() - t0:.0f} s")
+    finally:
+        for srv in list(SERVERS):
+            srv.stop()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+        print(f"\nJSON written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
