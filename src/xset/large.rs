@@ -9,8 +9,8 @@
 //!    with its own deadline exactly once; nothing else is in either;
 //! 2. `len` counts occupied slots, `member_heap_bytes` sums their members'
 //!    heap allocations;
-//! 3. every vacant slot below `slots.len()` is on the free list, and the
-//!    slab has no trailing vacancy.
+//! 3. every vacant slot below `slots.len()` is on the free list; an empty
+//!    set has an empty slab.
 
 use super::member::{self, Member};
 use super::slab::Chunked;
@@ -19,6 +19,9 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::ops::Bound;
+
+/// The most trailing vacant slots one removal trims.
+const TRIM_PER_REMOVAL: usize = 64;
 
 /// A member and its deadline.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +70,39 @@ impl Large {
                 Some(e) => hasher.hash_one(&*e.member),
                 None => unreachable!("slot {s} indexed but vacant"),
             });
+    }
+
+    /// Bookkeeping after `slot` was vacated and unindexed from the B-tree:
+    /// drops it from the hash table and recycles the slot.
+    fn release_slot(&mut self, slot: u32, entry: Entry) -> (Member, u64) {
+        let hash = self.hasher.hash_one(&*entry.member);
+        match self.table.find_entry(hash, |&s| s == slot) {
+            Ok(found) => {
+                found.remove();
+            }
+            Err(_) => unreachable!("slot {slot} missing from the table"),
+        }
+        self.len -= 1;
+        self.member_heap_bytes -= entry.member.heap_bytes();
+        if self.len == 0 {
+            // Start over: cheaper than trimming a large slab slot by slot.
+            self.slots = Chunked::default();
+            self.free = Vec::new();
+        } else if slot as usize + 1 == self.slots.len() {
+            // Trailing vacancies are cut so the slab shrinks with the set, a
+            // bounded number per removal so no single removal stalls; stale
+            // free-list entries are skipped in `take_vacant_slot`.
+            self.slots.pop();
+            for _ in 0..TRIM_PER_REMOVAL {
+                if !self.slots.last().is_some_and(Option::is_none) {
+                    break;
+                }
+                self.slots.pop();
+            }
+        } else {
+            self.free.push(slot);
+        }
+        (entry.member, entry.deadline_ms)
     }
 
     fn take_vacant_slot(&mut self) -> u32 {
@@ -131,29 +167,23 @@ impl Store for Large {
             Some(e) => e,
             None => unreachable!("slot {slot} indexed but vacant"),
         };
-        let hash = self.hasher.hash_one(&*entry.member);
-        match self.table.find_entry(hash, |&s| s == slot) {
-            Ok(found) => {
-                found.remove();
-            }
-            Err(_) => unreachable!("slot {slot} missing from the table"),
-        }
         self.by_deadline.remove(&(entry.deadline_ms, slot));
-        self.len -= 1;
-        self.member_heap_bytes -= entry.member.heap_bytes();
-        if slot as usize + 1 == self.slots.len() {
-            // Trailing vacancies are cut so the slab shrinks with the set;
-            // stale free-list entries are skipped in `take_vacant_slot`.
-            while self.slots.last().is_some_and(Option::is_none) {
-                self.slots.pop();
-            }
-        } else {
-            self.free.push(slot);
+        self.release_slot(slot, entry)
+    }
+
+    fn pop_soonest_if(&mut self, due: impl Fn(u64) -> bool) -> Option<(Member, u64)> {
+        let &(deadline_ms, slot) = self.by_deadline.first()?;
+        if !due(deadline_ms) {
+            return None;
         }
-        if self.len == 0 {
-            self.free.clear();
-        }
-        (entry.member, entry.deadline_ms)
+        // One B-tree operation per member: the entry is popped, not looked
+        // up twice.
+        self.by_deadline.pop_first();
+        let entry = match self.slots[slot as usize].take() {
+            Some(e) => e,
+            None => unreachable!("slot {slot} indexed but vacant"),
+        };
+        Some(self.release_slot(slot, entry))
     }
 
     fn soonest(&self) -> Option<(u32, u64)> {

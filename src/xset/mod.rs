@@ -488,9 +488,9 @@ impl XSet {
         let mut removed = Vec::new();
         with_store_mut!(self, s => {
             while removed.len() < limit {
-                match s.soonest() {
-                    Some((pos, d)) if d <= now_ms => removed.push(s.remove_at(pos).0),
-                    _ => break,
+                match s.pop_soonest_if(|d| d <= now_ms) {
+                    Some((member, _)) => removed.push(member),
+                    None => break,
                 }
             }
         });
@@ -507,8 +507,8 @@ impl XSet {
         let mut removed = Vec::with_capacity(count.min(self.len()));
         with_store_mut!(self, s => {
             while removed.len() < count {
-                match s.soonest() {
-                    Some((pos, _)) => removed.push(s.remove_at(pos).0),
+                match s.pop_soonest_if(|_| true) {
+                    Some((member, _)) => removed.push(member),
                     None => break,
                 }
             }

@@ -155,6 +155,13 @@ impl Store for Small {
         (member, deadline_ms)
     }
 
+    fn pop_soonest_if(&mut self, due: impl Fn(u64) -> bool) -> Option<(Member, u64)> {
+        match self.soonest() {
+            Some((at, d)) if due(d) => Some(self.remove_at(at)),
+            _ => None,
+        }
+    }
+
     fn soonest(&self) -> Option<(usize, u64)> {
         self.entries().next().map(|e| (e.at, e.deadline_ms))
     }
