@@ -178,7 +178,8 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
             return Status::Err;
         }
     }
-    if let Err(e) = ffi::subscribe_clock(ctx).and_then(|()| ffi::subscribe_keyspace_moves(ctx)) {
+    if let Err(e) = ffi::subscribe_event_loop(ctx).and_then(|()| ffi::subscribe_keyspace_moves(ctx))
+    {
         ctx.log_warning(&format!("xset: {e}"));
         return Status::Err;
     }

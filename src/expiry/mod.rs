@@ -13,10 +13,11 @@
 //! - `FLUSHDB`/`FLUSHALL` and `SWAPDB`: server events ([`on_flush`],
 //!   [`on_swap`]).
 //!
-//! The timer fires at the earliest tracked deadline (or after the period),
-//! spends at most the configured budget per tick, and while a backlog
-//! remains fires again on the next event-loop turn, after the clients that
-//! are waiting have been served.
+//! The timer fires at the earliest tracked deadline (or after the period)
+//! and spends at most the configured budget per tick. While a backlog
+//! remains, every event-loop turn also runs one budgeted slice just before
+//! sleeping (as Redis's own fast expire cycle does), so clients are served
+//! between slices and the backlog drains at full speed.
 //! Replicas and loading servers run no cycle: they never delete on their
 //! own clock.
 
@@ -56,6 +57,9 @@ static TIMER_GENERATION: AtomicU64 = AtomicU64::new(0);
 /// When the newest timer fires, in Unix milliseconds.
 static TIMER_FIRES_AT: AtomicU64 = AtomicU64::new(u64::MAX);
 static NEXT_DB_TURN: AtomicU64 = AtomicU64::new(0);
+/// Set when a cycle ended with keys still due: the next event-loop turns
+/// run fast slices until it is cleared.
+static BEHIND: AtomicBool = AtomicBool::new(false);
 
 fn index() -> MutexGuard<'static, Indexes> {
     // Only the main thread takes this lock; a poisoned lock means a panic
@@ -125,6 +129,19 @@ pub fn on_keyspace_event(ctx: &Context, _kind: NotifyEvent, event: &str, key: &[
     }
 }
 
+/// Whether the last cycle left keys due.
+pub fn behind() -> bool {
+    BEHIND.load(Ordering::Relaxed)
+}
+
+/// A budgeted slice run before the event loop sleeps, while behind.
+pub fn fast_cycle(ctx: &Context) {
+    if catch_unwind(AssertUnwindSafe(|| cycle(ctx))).is_err() {
+        BEHIND.store(false, Ordering::Relaxed);
+        ctx.log_warning("xset: a bug was caught in the fast expiry cycle");
+    }
+}
+
 /// Starts the timer (module load).
 pub fn start(ctx: &Context) {
     arm(ctx, period_ms());
@@ -158,6 +175,7 @@ fn cycle(ctx: &Context) -> u64 {
     let period = period_ms();
     let c = clock(ctx);
     if !ACTIVE_EXPIRE.load(Ordering::Relaxed) || !c.primary {
+        BEHIND.store(false, Ordering::Relaxed);
         return period;
     }
     let started = Instant::now();
@@ -183,9 +201,12 @@ fn cycle(ctx: &Context) -> u64 {
         }
     }
     stats::record_cycle(expired, started.elapsed());
-    match index().next_deadline() {
-        // Behind: come back on the next event-loop turn, after clients.
-        Some(d) if d <= now => 0,
+    let next = index().next_deadline();
+    BEHIND.store(next.is_some_and(|d| d <= now), Ordering::Relaxed);
+    match next {
+        // Behind: the fast slices before each sleep carry on; the timer
+        // comes back as soon as it can.
+        Some(d) if d <= now => 1,
         Some(d) => (d - now).clamp(1, period),
         None => period,
     }

@@ -73,13 +73,19 @@ pub fn clock(ctx: &Context) -> Clock {
 }
 
 extern "C" fn on_event_loop(
-    _ctx: *mut raw::RedisModuleCtx,
+    ctx: *mut raw::RedisModuleCtx,
     _eid: raw::RedisModuleEvent,
     subevent: u64,
     _data: *mut std::ffi::c_void,
 ) {
     if subevent == raw::REDISMODULE_SUBEVENT_EVENTLOOP_AFTER_SLEEP {
         LOOP_START_MS.store(milliseconds(), Ordering::Relaxed);
+    } else if crate::expiry::behind() {
+        // As Redis runs a fast expire cycle before sleeping: while a backlog
+        // remains, every event-loop turn gets a budgeted slice, not only the
+        // (millisecond-granular) timer.
+        let context = Context::new(ctx);
+        crate::expiry::fast_cycle(&context);
     }
 }
 
@@ -123,14 +129,12 @@ pub fn check_server_api() -> Result<(), String> {
     }
 }
 
-/// Subscribes to the event loop so that [`clock`] has a frozen time on 7.0.
-pub fn subscribe_clock(ctx: &Context) -> Result<(), String> {
-    // SAFETY: presence checked in `check_server_api`; the callback is a
-    // plain `extern "C"` fn that touches only an atomic and cannot panic.
-    let cached = unsafe { raw::RedisModule_CachedMicroseconds };
-    if cached.is_some() {
-        return Ok(());
-    }
+/// Subscribes to the event loop: after sleeping it stores the frozen time
+/// [`clock`] uses on 7.0; before sleeping it runs a fast expiry slice when
+/// active expiry is behind.
+pub fn subscribe_event_loop(ctx: &Context) -> Result<(), String> {
+    // SAFETY: presence checked in `check_server_api`; the callback catches
+    // panics in the expiry slice (`expiry::fast_cycle`).
     let subscribe = unsafe { raw::RedisModule_SubscribeToServerEvent };
     let event = raw::RedisModuleEvent {
         id: raw::REDISMODULE_EVENT_EVENTLOOP,
