@@ -637,3 +637,33 @@ fn encoding_conversions_are_invisible() {
     assert_eq!(q::<String>(&mut c, c!["DEBUG", "RELOAD"]), "OK");
     assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 3);
 }
+
+#[test]
+fn a_scan_that_spans_a_reload_misses_nothing() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    // Insertion order differs from deadline order, so a reload (which
+    // rebuilds the layout in deadline order) moves members around.
+    let mut args: Vec<Vec<u8>> = vec![b"XSET.ADD".to_vec(), b"k".to_vec()];
+    for i in 0..2000u32 {
+        args.push(format!("m{i}").into_bytes());
+        args.push((100_000 - i).to_string().into_bytes());
+    }
+    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+    q::<i64>(&mut c, &refs);
+    let (mut cursor, first): (String, Vec<String>) =
+        q(&mut c, c!["XSET.SCAN", "k", "0", "COUNT", "1000"]);
+    let mut seen: std::collections::HashSet<String> = first.into_iter().collect();
+    assert_eq!(q::<String>(&mut c, c!["DEBUG", "RELOAD"]), "OK");
+    while cursor != "0" {
+        let (next, batch): (String, Vec<String>) = q(
+            &mut c,
+            c!["XSET.SCAN", "k", cursor.as_str(), "COUNT", "1000"],
+        );
+        seen.extend(batch);
+        cursor = next;
+    }
+    assert_eq!(seen.len(), 2000);
+    // Any unsigned cursor is accepted, as SCAN accepts it.
+    let (_, _): (String, Vec<String>) = q(&mut c, c!["XSET.SCAN", "k", "18446744073709551615"]);
+}

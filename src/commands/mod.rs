@@ -64,8 +64,23 @@ pub fn guard(ctx: &Context, args: Vec<RedisString>, body: Body) -> RedisResult {
     let clock = clock(ctx);
     catch_unwind(AssertUnwindSafe(|| body(ctx, &args, clock))).unwrap_or_else(|_| {
         ctx.log_warning("xset: a bug was caught in a command; the server keeps running");
+        // A body that panicked after emptying its set skipped the deletion:
+        // an empty set must not stay, or the next RDB would not load.
+        if let Some(key) = args.get(1) {
+            let _ = catch_unwind(AssertUnwindSafe(|| delete_if_empty(ctx, key)));
+        }
         Err(RedisError::Str(errors::INTERNAL))
     })
+}
+
+fn delete_if_empty(ctx: &Context, key: &RedisString) {
+    let handle = ctx.open_key_writable(key);
+    if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE)
+        && set.is_empty()
+        && handle.delete().is_ok()
+    {
+        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
+    }
 }
 
 /// Builds the registered handler for a command body.
@@ -204,6 +219,7 @@ pub fn with_read(
             .get_value::<XSet>(&XSET_TYPE)
             .map_err(|_| RedisError::WrongType)?;
         let due = clock.primary
+            && !clock.paused
             && set
                 .and_then(XSet::next_deadline)
                 .is_some_and(|d| d <= clock.now_ms);

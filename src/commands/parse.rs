@@ -25,6 +25,19 @@ pub fn parse_i64(bytes: &[u8]) -> Result<i64, RedisError> {
         .ok_or_else(|| err(errors::NOT_INTEGER))
 }
 
+/// Parses an unsigned 64-bit integer: digits only, no leading zeros.
+pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
+    let well_formed = match bytes {
+        [] => false,
+        [b'0'] => true,
+        [first, rest @ ..] => (b'1'..=b'9').contains(first) && rest.iter().all(u8::is_ascii_digit),
+    };
+    if !well_formed {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
 /// Whether `arg` is the keyword `kw`, in any case.
 pub fn is(arg: &RedisString, kw: &str) -> bool {
     arg.as_slice().eq_ignore_ascii_case(kw.as_bytes())

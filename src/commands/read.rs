@@ -2,7 +2,7 @@
 //! `XSET.TTL`/`PTTL`/`EXPIRETIME`/`PEXPIRETIME` and `XSET.SCAN`. None of them
 //! ever returns or counts a member whose deadline has passed.
 
-use super::parse::{is, members_block, parse_i64};
+use super::parse::{is, members_block, parse_i64, parse_u64};
 use super::{bulk, int, with_read};
 use crate::errors::{self, err};
 use crate::ffi::Clock;
@@ -190,10 +190,7 @@ pub fn xset_scan(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResu
     if args.len() < 3 {
         return Err(errors::arity("xset.scan"));
     }
-    let cursor = parse_i64(args[2].as_slice())
-        .ok()
-        .and_then(|c| u64::try_from(c).ok())
-        .ok_or_else(|| err(errors::INVALID_CURSOR))?;
+    let cursor = parse_u64(args[2].as_slice()).ok_or_else(|| err(errors::INVALID_CURSOR))?;
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;
     let mut with_ttl = false;

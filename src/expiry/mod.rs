@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 /// Members drained between two looks at the clock (and per propagated
 /// `XSET.REM`).
-const CHUNK: usize = 256;
+const CHUNK: usize = 128;
 
 lazy_static! {
     static ref INDEX: Mutex<Indexes> = Mutex::new(Indexes::default());
@@ -60,6 +60,16 @@ static NEXT_DB_TURN: AtomicU64 = AtomicU64::new(0);
 /// Set when a cycle ended with keys still due: the next event-loop turns
 /// run fast slices until it is cleared.
 static BEHIND: AtomicBool = AtomicBool::new(false);
+/// When the last slice ended, in microseconds since `EPOCH`.
+static LAST_SLICE_END_US: AtomicU64 = AtomicU64::new(0);
+
+lazy_static! {
+    static ref EPOCH: Instant = Instant::now();
+}
+
+fn micros_since_epoch() -> u64 {
+    EPOCH.elapsed().as_micros() as u64
+}
 
 fn index() -> MutexGuard<'static, Indexes> {
     // Only the main thread takes this lock; a poisoned lock means a panic
@@ -77,11 +87,14 @@ fn period_ms() -> u64 {
 pub fn track(ctx: &Context, key: &[u8], before: Option<u64>, after: Option<u64>) {
     let db = ffi::selected_db(ctx);
     index().relocate(db, key, before, after);
-    if let Some(d) = after
-        && d < TIMER_FIRES_AT.load(Ordering::Relaxed)
-    {
-        let now = clock(ctx).now_ms;
-        arm(ctx, d.saturating_sub(now).max(1));
+    let Some(d) = after else { return };
+    let c = clock(ctx);
+    // Replicas and loaders run no cycle; a deadline already due waits for
+    // the tick already armed, so a burst of writes arms one timer, not one
+    // each.
+    let target = d.max(c.now_ms + 1);
+    if c.primary && !c.paused && target < TIMER_FIRES_AT.load(Ordering::Relaxed) {
+        arm(ctx, target - c.now_ms);
     }
 }
 
@@ -174,13 +187,20 @@ fn tick(ctx: &Context, generation: u64) {
 fn cycle(ctx: &Context) -> u64 {
     let period = period_ms();
     let c = clock(ctx);
-    if !ACTIVE_EXPIRE.load(Ordering::Relaxed) || !c.primary {
+    if !ACTIVE_EXPIRE.load(Ordering::Relaxed) || !c.primary || c.paused {
         BEHIND.store(false, Ordering::Relaxed);
         return period;
     }
+    let budget_us = BUDGET_US.load(Ordering::Relaxed).clamp(10, 1_000_000) as u64;
+    if BEHIND.load(Ordering::Relaxed)
+        && micros_since_epoch() < LAST_SLICE_END_US.load(Ordering::Relaxed) + budget_us / 2
+    {
+        // Keep a gap after the last slice so clients are served in between,
+        // even when the timer and a fast slice fall in the same loop turn.
+        return 1;
+    }
     let started = Instant::now();
-    let budget =
-        Duration::from_micros(BUDGET_US.load(Ordering::Relaxed).clamp(10, 1_000_000) as u64);
+    let budget = Duration::from_micros(budget_us);
     let now = c.now_ms;
     let dbs = index().due_dbs(now);
     let mut expired = 0;
@@ -201,6 +221,7 @@ fn cycle(ctx: &Context) -> u64 {
         }
     }
     stats::record_cycle(expired, started.elapsed());
+    LAST_SLICE_END_US.store(micros_since_epoch(), Ordering::Relaxed);
     let next = index().next_deadline();
     BEHIND.store(next.is_some_and(|d| d <= now), Ordering::Relaxed);
     match next {

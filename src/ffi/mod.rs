@@ -23,13 +23,16 @@ pub struct Clock {
     /// The command's time in Unix milliseconds: frozen for a whole
     /// `MULTI`/`EXEC` or script, as Redis freezes it for key expiry.
     pub now_ms: u64,
-    /// True on a primary that is not loading and whose clients are not
-    /// paused for writes: only then may a command delete members on its own
-    /// clock. Replicas, loaders and paused primaries apply writes as given
-    /// and hide expired members on reads. (Redis 7.0 aborts on any
-    /// propagation during `CLIENT PAUSE WRITE`, `FAILOVER` or a shutdown
-    /// that waits for replicas, so a paused primary must not reclaim.)
+    /// True on a primary that is not loading: only there may a command
+    /// delete members on its own clock. Replicas and loaders apply writes as
+    /// given and hide expired members on reads.
     pub primary: bool,
+    /// True while clients are paused for writes (`CLIENT PAUSE`,
+    /// `FAILOVER`, a shutdown waiting for replicas). Redis 7.0 aborts on any
+    /// propagation then, so reads and the timer must not reclaim; a write
+    /// command only runs during a pause inside the transaction that paused,
+    /// where propagating is allowed.
+    pub paused: bool,
 }
 
 fn milliseconds() -> u64 {
@@ -54,9 +57,8 @@ pub fn clock(ctx: &Context) -> Clock {
     // SAFETY: `ctx` is the live context of the running command.
     let flags_fn = unsafe { raw::RedisModule_GetContextFlags };
     let flags = flags_fn.map_or(0, |f| unsafe { f(ctx.get_raw()) } as u32);
-    let primary = flags & (raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING)
-        == 0
-        && !writes_paused();
+    let primary =
+        flags & (raw::REDISMODULE_CTX_FLAGS_SLAVE | raw::REDISMODULE_CTX_FLAGS_LOADING) == 0;
     // SAFETY: presence checked; no preconditions.
     let cached = unsafe { raw::RedisModule_CachedMicroseconds };
     let now_ms = if let Some(f) = cached {
@@ -69,7 +71,11 @@ pub fn clock(ctx: &Context) -> Clock {
     } else {
         milliseconds()
     };
-    Clock { now_ms, primary }
+    Clock {
+        now_ms,
+        primary,
+        paused: primary && writes_paused(),
+    }
 }
 
 extern "C" fn on_event_loop(

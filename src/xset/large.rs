@@ -61,6 +61,11 @@ impl Large {
             .copied()
     }
 
+    /// Length of the slab, vacant slots included.
+    pub fn slab_len(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Makes room for `additional` more members in the hash table.
     pub fn reserve(&mut self, additional: usize) {
         let slots = &self.slots;

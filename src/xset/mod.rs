@@ -167,8 +167,10 @@ enum Repr {
 pub struct XSet {
     repr: Repr,
     limits: Limits,
-    /// Counts conversions; a large-encoding cursor carries it, so a cursor
-    /// from before a conversion restarts the scan instead of skipping.
+    /// Changes whenever the large layout is rebuilt (conversions,
+    /// compaction) and starts at random; a large-encoding cursor carries it,
+    /// so a cursor from another layout restarts the scan instead of
+    /// skipping.
     epoch: u32,
 }
 
@@ -198,9 +200,23 @@ macro_rules! with_store_mut {
     };
 }
 
-/// Bits of a scan cursor that hold the slab position; the bits above hold
-/// the conversion epoch.
+/// Bits of a scan cursor that hold the slab position; the 23 bits above hold
+/// the layout epoch, so a cursor always fits a signed 64-bit integer.
 const CURSOR_POS_BITS: u32 = 40;
+const EPOCH_MASK: u32 = (1 << 23) - 1;
+
+/// A large set is rebuilt compactly once its slab is four times longer than
+/// its membership, if it holds at most this many members (the rebuild is
+/// O(n) and runs inside one command or expiry slice).
+const COMPACT_MAX_MEMBERS: usize = 8192;
+
+/// A random starting epoch: a cursor handed out by another process (before
+/// a restart, a reload or a failover) almost surely fails to match and the
+/// scan starts over instead of skipping members.
+fn random_epoch() -> u32 {
+    use std::hash::BuildHasher;
+    (hashbrown::DefaultHashBuilder::default().hash_one(0u8) as u32) & EPOCH_MASK
+}
 
 impl Default for XSet {
     fn default() -> Self {
@@ -230,7 +246,7 @@ impl XSet {
         XSet {
             repr: Repr::Small(Small::default()),
             limits,
-            epoch: 0,
+            epoch: random_epoch(),
         }
     }
 
@@ -308,7 +324,7 @@ impl XSet {
                 large.insert(m, d);
             }
             self.repr = Repr::Large(Box::new(large));
-            self.epoch = self.epoch.wrapping_add(1);
+            self.next_epoch();
         }
     }
 
@@ -324,9 +340,27 @@ impl XSet {
         }
     }
 
+    fn next_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1) & EPOCH_MASK;
+    }
+
     /// Converts back to small after removals, once the set has shrunk to
-    /// half the member limit and every member is short.
+    /// half the member limit and every member is short; or rebuilds a large
+    /// set whose slab has become mostly empty.
     fn shrink_if_small_enough(&mut self) {
+        if let Repr::Large(l) = &self.repr
+            && l.len() <= COMPACT_MAX_MEMBERS
+            && l.slab_len() >= 1024
+            && l.slab_len() >= 4 * l.len()
+        {
+            let mut compact = Large::default();
+            compact.reserve(l.len());
+            for (m, d) in l.iter_all() {
+                compact.insert(m, d);
+            }
+            self.repr = Repr::Large(Box::new(compact));
+            self.next_epoch();
+        }
         if let Repr::Large(l) = &self.repr
             && l.len() <= usize::from(self.limits.max_small_members) / 2
             && l.iter_all().all(|(m, d)| {
@@ -335,7 +369,7 @@ impl XSet {
             })
         {
             self.repr = Repr::Small(Small::from_sorted(l.iter_all()));
-            self.epoch = self.epoch.wrapping_add(1);
+            self.next_epoch();
         }
     }
 
@@ -541,7 +575,7 @@ impl XSet {
     /// set is returned whole, and a cursor from before a conversion starts
     /// over.
     pub fn scan(&self, cursor: u64, count: usize, now_ms: u64) -> (u64, Vec<(&[u8], u64)>) {
-        let epoch = u64::from(self.epoch) & ((1 << (64 - CURSOR_POS_BITS)) - 1);
+        let epoch = u64::from(self.epoch & EPOCH_MASK);
         let pos_mask = (1u64 << CURSOR_POS_BITS) - 1;
         match &self.repr {
             Repr::Small(s) => s.scan(cursor, count, now_ms),

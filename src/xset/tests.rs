@@ -540,3 +540,38 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_large_set_that_empties_out_is_rebuilt_compactly() {
+    let mut s = XSet::with_limits(Limits {
+        max_small_members: 8,
+        max_small_member_bytes: 64,
+    });
+    for i in 0..20_000u32 {
+        s.add(
+            format!("member-{i:05}-long-enough-to-stay-large-ish").as_bytes(),
+            10_000 + u64::from(i),
+            Presence::Any,
+            Compare::Any,
+            0,
+        );
+    }
+    let big = s.heap_bytes();
+    let (cursor, _) = s.scan(0, 10, 0);
+    let (gone, _) = s.drain_expired(10_000 + 18_000, usize::MAX);
+    assert_eq!(gone.len(), 18_001);
+    s.check_invariants();
+    assert!(s.heap_bytes() * 4 < big, "{} vs {big}", s.heap_bytes());
+    // A cursor from before the rebuild starts over rather than skipping.
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor = cursor;
+    loop {
+        let (next, batch) = s.scan(cursor, 100, 0);
+        seen.extend(batch.into_iter().map(|(m, _)| m.to_vec()));
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    assert_eq!(seen.len(), s.len());
+}
