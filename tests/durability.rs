@@ -305,13 +305,7 @@ fn memory_usage_is_honest() {
     let s = Server::start(&[]);
     let mut c = s.conn();
     for (key, width) in [("short", 16usize), ("long", 40)] {
-        let used = |c: &mut Connection| -> i64 {
-            let info: String = q(c, c!["INFO", "memory"]);
-            info.lines()
-                .find_map(|l| l.strip_prefix("used_memory:"))
-                .and_then(|v| v.trim().parse().ok())
-                .expect("used_memory")
-        };
+        let used = |c: &mut Connection| info_i64(c, "memory", "used_memory");
         let before = used(&mut c);
         for chunk in 0..200 {
             let mut args: Vec<Vec<u8>> = vec![b"XSET.ADD".to_vec(), key.as_bytes().to_vec()];
@@ -334,4 +328,26 @@ fn memory_usage_is_honest() {
             "{key}: MEMORY USAGE {reported} vs used_memory delta {delta}"
         );
     }
+}
+
+/// `UNLINK` of a big set frees it on the lazy-free thread (the type reports
+/// its free effort), and the server stays consistent.
+#[test]
+fn unlink_frees_a_big_set_lazily() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    fill(&mut c, "big", 20_000);
+    let lazyfreed = |c: &mut Connection| info_i64(c, "memory", "lazyfreed_objects");
+    let before = lazyfreed(&mut c);
+    assert_eq!(q::<i64>(&mut c, c!["UNLINK", "big"]), 1);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lazyfreed(&mut c) == before {
+        assert!(Instant::now() < deadline, "the set was not freed lazily");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A small set is freed at once, not handed to the thread.
+    q::<i64>(&mut c, c!["XSET.ADD", "small", "a", "100"]);
+    let mid = lazyfreed(&mut c);
+    q::<i64>(&mut c, c!["UNLINK", "small"]);
+    assert_eq!(lazyfreed(&mut c), mid);
 }

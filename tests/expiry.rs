@@ -835,8 +835,8 @@ fn other_types_under_a_tracked_name_are_left_alone() {
 fn many_unrelated_keys_do_not_delay_expiry() {
     let s = Server::start(&[]);
     let mut c = s.conn();
-    let _: String = q(&mut c, c!["DEBUG", "POPULATE", "200000"]);
-    assert_eq!(dbsize(&mut c), 200_000);
+    let _: String = q(&mut c, c!["DEBUG", "POPULATE", "1000000"]);
+    assert_eq!(dbsize(&mut c), 1_000_000);
     let due = server_ms(&mut c) + 200;
     add_at(&mut c, "x", &[("a", due), ("b", due)]);
     let mut gone_at = 0;
@@ -852,7 +852,7 @@ fn many_unrelated_keys_do_not_delay_expiry() {
         (due..=due + 1000).contains(&gone_at),
         "reclaimed at {gone_at}, due at {due}"
     );
-    assert_eq!(dbsize(&mut c), 200_000);
+    assert_eq!(dbsize(&mut c), 1_000_000);
     assert_eq!(active(&mut c), 2);
 }
 

@@ -61,6 +61,16 @@ impl Large {
             .copied()
     }
 
+    /// A large store holding `items` (`len` of them), laid out afresh.
+    pub fn from_items<'a>(len: usize, items: impl Iterator<Item = (&'a [u8], u64)>) -> Large {
+        let mut large = Large::default();
+        large.reserve(len);
+        for (m, d) in items {
+            large.insert(m, d);
+        }
+        large
+    }
+
     /// Length of the slab, vacant slots included.
     pub fn slab_len(&self) -> usize {
         self.slots.len()

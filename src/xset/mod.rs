@@ -318,12 +318,7 @@ impl XSet {
 
     fn convert_to_large(&mut self) {
         if let Repr::Small(small) = &self.repr {
-            let mut large = Large::default();
-            large.reserve(small.len());
-            for (m, d) in small.iter_all() {
-                large.insert(m, d);
-            }
-            self.repr = Repr::Large(Box::new(large));
+            self.repr = Repr::Large(Box::new(Large::from_items(small.len(), small.iter_all())));
             self.next_epoch();
         }
     }
@@ -353,12 +348,7 @@ impl XSet {
             && l.slab_len() >= 1024
             && l.slab_len() >= 4 * l.len()
         {
-            let mut compact = Large::default();
-            compact.reserve(l.len());
-            for (m, d) in l.iter_all() {
-                compact.insert(m, d);
-            }
-            self.repr = Repr::Large(Box::new(compact));
+            self.repr = Repr::Large(Box::new(Large::from_items(l.len(), l.iter_all())));
             self.next_epoch();
         }
         if let Repr::Large(l) = &self.repr

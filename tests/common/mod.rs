@@ -258,3 +258,13 @@ pub fn snapshot(c: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
     out.sort();
     out
 }
+
+/// An integer field of an `INFO` section.
+pub fn info_i64(c: &mut Connection, section: &str, field: &str) -> i64 {
+    let info: String = q(c, c!["INFO", section]);
+    let prefix = format!("{field}:");
+    info.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("INFO {section} has no integer {field}"))
+}
