@@ -12,7 +12,7 @@
 use super::parse::{TimeUnit, add_deadline, is, parse_i64};
 use super::{int, notify, propagate, propagate_rem, with_write};
 use crate::errors::{self, err};
-use crate::ffi::Clock;
+use crate::ffi::{self, Clock};
 use crate::xset::{AddOutcome, Compare, Presence};
 use redis_module::{Context, RedisError, RedisResult, RedisString};
 use std::collections::HashMap;
@@ -167,7 +167,10 @@ pub fn xset_add(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
             Some(max) if set.len() > max => set.pop_soonest(set.len() - max),
             _ => Vec::new(),
         };
-        if !written.is_empty() {
+        if let [(member, deadline_ms)] = written[..] {
+            ffi::replicate_add_one(ctx, key, member, deadline_ms);
+            notify(ctx, c"xset.add", key);
+        } else if !written.is_empty() {
             let deadlines: Vec<String> = written.iter().map(|(_, d)| d.to_string()).collect();
             let count = written.len().to_string();
             let mut parts: Vec<&[u8]> = Vec::with_capacity(3 + 2 * written.len());
@@ -177,13 +180,13 @@ pub fn xset_add(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
                 parts.push(d.as_bytes());
             }
             propagate(ctx, "XSET.ADD", key, &parts);
-            notify(ctx, "xset.add", key);
+            notify(ctx, c"xset.add", key);
         }
         if !removed.is_empty() || !trimmed.is_empty() {
             let mut gone: Vec<&[u8]> = removed;
             gone.extend(trimmed.iter().map(|m| &**m));
             propagate_rem(ctx, key, &gone);
-            notify(ctx, "xset.rem", key);
+            notify(ctx, c"xset.rem", key);
         }
         Ok(int(added))
     })

@@ -25,6 +25,7 @@ use crate::stats;
 use crate::xset::{Limits, Member, XSet};
 use lazy_static::lazy_static;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
@@ -121,8 +122,8 @@ pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &RedisString, members: 
 }
 
 /// Emits the module-class keyspace event `event` for `key`.
-pub fn notify(ctx: &Context, event: &str, key: &RedisString) {
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+pub fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    ffi::notify(ctx, NotifyEvent::MODULE, event, key);
 }
 
 /// Removes up to `limit` due members of `set`, propagates their removal as
@@ -139,7 +140,7 @@ pub fn reclaim_due(
     let (gone, _) = set.drain_expired(now_ms, limit);
     if !gone.is_empty() {
         propagate_rem(ctx, key, &gone);
-        notify(ctx, "xset.expired", key);
+        notify(ctx, c"xset.expired", key);
         if NOTIFY_EXPIRED_MEMBERS.load(Ordering::Relaxed) {
             publish_expired(ctx, key, &gone);
         }
@@ -193,6 +194,7 @@ pub fn with_write(
             handle.delete()?;
             ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
         }
+        Some(before) if before == next => {}
         Some(before) => expiry::track(ctx, key.as_slice(), before, next),
         None if empty => {}
         None => {

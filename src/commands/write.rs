@@ -31,7 +31,7 @@ pub fn xset_rem(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
         }
         if !gone.is_empty() {
             propagate_rem(ctx, key, &gone);
-            notify(ctx, "xset.rem", key);
+            notify(ctx, c"xset.rem", key);
         }
         Ok(int(live))
     })
@@ -90,11 +90,11 @@ fn expire_family(
             let mut parts: Vec<&[u8]> = vec![when.as_bytes(), b"MEMBERS", count.as_bytes()];
             parts.extend(set_members);
             propagate(ctx, "XSET.PEXPIREAT", key, &parts);
-            notify(ctx, "xset.expire", key);
+            notify(ctx, c"xset.expire", key);
         }
         if !removed.is_empty() {
             propagate_rem(ctx, key, &removed);
-            notify(ctx, "xset.expired", key);
+            notify(ctx, c"xset.expired", key);
         }
         Ok(RedisValue::Array(codes))
     })
@@ -146,7 +146,7 @@ pub fn xset_persist(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisR
             let mut parts: Vec<&[u8]> = vec![b"MEMBERS", count.as_bytes()];
             parts.extend(persisted);
             propagate(ctx, "XSET.PERSIST", key, &parts);
-            notify(ctx, "xset.persist", key);
+            notify(ctx, c"xset.persist", key);
         }
         Ok(RedisValue::Array(codes))
     })

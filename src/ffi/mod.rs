@@ -8,8 +8,8 @@
 
 pub mod type_methods;
 
-use redis_module::{Context, raw};
-use std::ffi::{CString, c_int};
+use redis_module::{Context, RedisString, raw};
+use std::ffi::{CStr, CString, c_int};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Milliseconds stored at the start of each event-loop iteration: the frozen
@@ -374,5 +374,42 @@ pub fn publish(ctx: &Context, channel: &[u8], message: &[u8]) {
             free(ctx.get_raw(), ch);
             free(ctx.get_raw(), msg);
         }
+    }
+}
+
+/// Emits keyspace event `event` of class `class` for `key`, without the
+/// allocation the crate's wrapper makes for the event name.
+pub fn notify(ctx: &Context, class: raw::NotifyEvent, event: &CStr, key: &RedisString) {
+    // SAFETY: presence checked; `event` is NUL-terminated and `key` lives
+    // for the call.
+    let f = unsafe { raw::RedisModule_NotifyKeyspaceEvent };
+    if let Some(f) = f {
+        unsafe { f(ctx.get_raw(), class.bits(), event.as_ptr(), key.inner) };
+    }
+}
+
+/// Propagates `XSET.ADD key PXAT MEMBERS 1 member deadline` (the one-member
+/// add, the common case) with a fixed format: no argument vector or
+/// intermediate strings to build.
+pub fn replicate_add_one(ctx: &Context, key: &RedisString, member: &[u8], deadline_ms: u64) {
+    // SAFETY: presence checked; the format matches the arguments: `s` a
+    // live RedisModuleString, `c` NUL-terminated strings, `b` a pointer and
+    // a length, `l` a long long.
+    let f = unsafe { raw::RedisModule_Replicate };
+    if let Some(f) = f {
+        unsafe {
+            f(
+                ctx.get_raw(),
+                c"XSET.ADD".as_ptr(),
+                c"scccbl".as_ptr(),
+                key.inner,
+                c"PXAT".as_ptr(),
+                c"MEMBERS".as_ptr(),
+                c"1".as_ptr(),
+                member.as_ptr().cast::<std::ffi::c_char>(),
+                member.len(),
+                deadline_ms as std::ffi::c_longlong,
+            )
+        };
     }
 }
