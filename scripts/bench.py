@@ -13,7 +13,7 @@ show medians over runs and ratios to the native baseline of the same run:
 
 Python 3.11 standard library only.
 """
-import argparse, array, csv, gc, io, json, os, platform, shutil, signal, socket, statistics
+import argparse, array, csv, gc, io, json, os, platform, re, shutil, signal, socket, statistics
 import subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -154,8 +154,11 @@ def free_port():
 class Server:
     """A redis-server with xset loaded, on a free loopback port."""
 
-    def __init__(self):
-        self.port, self.dir = free_port(), tempfile.mkdtemp(prefix="xset-bench-")
+    def __init__(self, data_dir=None):
+        """Starts in `data_dir` (loading its dump.rdb) or a fresh temp dir;
+        either is removed on stop."""
+        self.port = free_port()
+        self.dir = data_dir or tempfile.mkdtemp(prefix="xset-bench-")
         self.log = os.path.join(self.dir, "redis.log")
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
@@ -174,6 +177,12 @@ class Server:
             self.check()
             time.sleep(0.01)
         raise RuntimeError("redis-server did not answer PING in 5 s")
+
+    def rdb_load_seconds(self):
+        """What the server logged for its start-up RDB load."""
+        with open(self.log, errors="replace") as f:
+            found = re.findall(r"DB loaded from disk: ([0-9.]+) seconds", f.read())
+        return float(found[-1]) if found else float("nan")
 
     def check(self):
         """Raises with the log's tail if the server died (a module crash)."""
@@ -554,13 +563,54 @@ def bench_expiry(args):
               "xset.active-expire-period-ms 100, xset.active-expire-budget-us 1000."])
     return out
 
+# ---------------------------------------------------------------- rdb
+
+def bench_rdb(args):
+    """RDB size and load time for one key of n members, xset next to ZSET."""
+    n = 200_000 if args.quick else 1_000_000
+    out, rows = {}, []
+    for struct, card in (("xset", "XSET.CARD"), ("ZSET", "ZCARD")):
+        sizes, saves, loads = [], [], []
+        for run in range(args.runs):
+            srv = Server()
+            load_memory(srv, struct, n, 1)
+            t0 = time.perf_counter()
+            srv.ctl.call("SAVE")
+            saves.append(time.perf_counter() - t0)
+            keep = tempfile.mkdtemp(prefix="xset-bench-rdb-")
+            shutil.copy(os.path.join(srv.dir, "dump.rdb"), keep)
+            sizes.append(os.path.getsize(os.path.join(keep, "dump.rdb")))
+            srv.stop()
+            again = Server(data_dir=keep)
+            loads.append(again.rdb_load_seconds())
+            got = again.ctl.call(card, "k0")
+            again.stop()
+            if got != n:
+                raise RuntimeError(f"{struct}: {got} members after the reload, {n} expected")
+            log(f"   run {run + 1}/{args.runs}: {struct} rdb {sizes[-1] / 1e6:.1f} MB, "
+                f"SAVE {saves[-1]:.2f} s, load {loads[-1]:.2f} s")
+        out[struct] = dict(bytes=median(sizes), save_s=median(saves), load_s=median(loads))
+    x, z = out["xset"], out["ZSET"]
+    for struct in ("xset", "ZSET"):
+        r = out[struct]
+        rows.append([struct, f"{r['bytes'] / 1e6:.1f}", f"{r['bytes'] / n:.1f}",
+                     f"{r['save_s']:.2f}", f"{r['load_s']:.2f}"])
+    rows.append(["xset/ZSET", f"{x['bytes'] / z['bytes']:.2f}", "",
+                 f"{x['save_s'] / z['save_s']:.2f}", f"{x['load_s'] / z['load_s']:.2f}"])
+    table(f"RDB: one key of {n:,} 16-byte members, SAVE then a restart that loads it",
+          ["structure", "MB", "B/member", "SAVE s", "load s"], rows,
+          notes=[f"Medians of {args.runs} run(s); load time as the server logs it "
+                 "(DB loaded from disk)."])
+    return out
+
+
 # ---------------------------------------------------------------- main
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="smaller sizes, 1 run (smoke test)")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--only", choices=["throughput", "memory", "expiry"])
+    p.add_argument("--only", choices=["throughput", "memory", "expiry", "rdb"])
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--expiry-lead", type=float, default=3.0,
                    help="seconds from the start of loading to the deadline (default 3)")
@@ -580,7 +630,8 @@ def main():
           f"runs={args.runs}{' (quick)' if args.quick else ''}", flush=True)
     report = dict(redis=version, xset_commit=commit, cpus=os.cpu_count(), runs=args.runs,
                   quick=args.quick, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    sections = {"throughput": bench_throughput, "memory": bench_memory, "expiry": bench_expiry}
+    sections = {"throughput": bench_throughput, "memory": bench_memory, "expiry": bench_expiry,
+                "rdb": bench_rdb}
     try:
         for name, fn in sections.items():
             if args.only in (None, name):
