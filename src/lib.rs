@@ -19,14 +19,14 @@ use redis_module::configuration::ConfigurationFlags;
 use redis_module::{Context, RedisString, Status, redis_module};
 
 /// Rust allocations go through Redis's allocator so that `INFO memory`,
-/// `MEMORY USAGE` and `maxmemory` see them; unit tests run without a server
-/// and use the system allocator.
-#[cfg(not(test))]
+/// `MEMORY USAGE` and `maxmemory` see them; unit tests and the core's
+/// benchmarks run without a server and use the system allocator.
+#[cfg(not(any(test, feature = "system-alloc")))]
 mod allocator {
     pub type Chosen = redis_module::alloc::RedisAlloc;
     pub const CHOSEN: Chosen = redis_module::alloc::RedisAlloc;
 }
-#[cfg(test)]
+#[cfg(any(test, feature = "system-alloc"))]
 mod allocator {
     pub type Chosen = std::alloc::System;
     pub const CHOSEN: Chosen = std::alloc::System;
