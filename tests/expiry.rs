@@ -23,13 +23,7 @@ const GRACE: Duration = Duration::from_secs(2);
 
 /// A numeric field of `INFO xset`, e.g. `xset_expired_members_active`.
 fn info_field(c: &mut Connection, field: &str) -> i64 {
-    let info: String = q(c, c!["INFO", "xset"]);
-    info.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("INFO xset has no {field}:\n{info}"))
-        .trim()
-        .parse()
-        .unwrap_or_else(|e| panic!("{field} is not a number ({e}):\n{info}"))
+    info_i64(c, "xset", field)
 }
 
 fn active(c: &mut Connection) -> i64 {
