@@ -1,8 +1,8 @@
 //! The large encoding: each member's bytes stored once, in a slab entry
 //! that keeps its index for as long as the member is present (which makes
 //! `scan` safe while deadlines change); a hash table of slot indices keyed
-//! by those bytes, for O(1) membership; and a B-tree of `(deadline, slot)`,
-//! the deadline index.
+//! by those bytes, for O(1) membership; and the deadline index of
+//! `(deadline, slot)` pairs ([`super::order::DeadlineIndex`]).
 //!
 //! Invariants (checked by `check_invariants`):
 //! 1. every occupied slot is in `table` exactly once and in `by_deadline`
@@ -13,12 +13,11 @@
 //!    set has an empty slab.
 
 use super::member::{self, Member};
+use super::order::DeadlineIndex;
 use super::slab::Chunked;
 use super::store::{Items, Store};
 use hashbrown::{DefaultHashBuilder, HashTable};
-use std::collections::BTreeSet;
 use std::hash::BuildHasher;
-use std::ops::Bound;
 
 /// The most trailing vacant slots one removal trims.
 const TRIM_PER_REMOVAL: usize = 64;
@@ -30,13 +29,13 @@ struct Entry {
     deadline_ms: u64,
 }
 
-/// Slab + hash table + deadline-ordered B-tree.
+/// Slab + hash table + deadline index.
 #[derive(Clone, Default)]
 pub struct Large {
     slots: Chunked<Option<Entry>>,
     free: Vec<u32>,
     table: HashTable<u32>,
-    by_deadline: BTreeSet<(u64, u32)>,
+    by_deadline: DeadlineIndex,
     hasher: DefaultHashBuilder,
     len: usize,
     member_heap_bytes: usize,
@@ -87,7 +86,7 @@ impl Large {
             });
     }
 
-    /// Bookkeeping after `slot` was vacated and unindexed from the B-tree:
+    /// Bookkeeping after `slot` was vacated and dropped from the deadline index:
     /// drops it from the hash table and recycles the slot.
     fn release_slot(&mut self, slot: u32, entry: Entry) -> (Member, u64) {
         let hash = self.hasher.hash_one(&*entry.member);
@@ -152,7 +151,7 @@ impl Store for Large {
         };
         let old = std::mem::replace(&mut entry.deadline_ms, deadline_ms);
         if old != deadline_ms {
-            self.by_deadline.remove(&(old, slot));
+            self.by_deadline.remove((old, slot));
             self.by_deadline.insert((deadline_ms, slot));
         }
     }
@@ -182,17 +181,16 @@ impl Store for Large {
             Some(e) => e,
             None => unreachable!("slot {slot} indexed but vacant"),
         };
-        self.by_deadline.remove(&(entry.deadline_ms, slot));
+        self.by_deadline.remove((entry.deadline_ms, slot));
         self.release_slot(slot, entry)
     }
 
     fn pop_soonest_if(&mut self, due: impl Fn(u64) -> bool) -> Option<(Member, u64)> {
-        let &(deadline_ms, slot) = self.by_deadline.first()?;
+        let (deadline_ms, slot) = self.by_deadline.first()?;
         if !due(deadline_ms) {
             return None;
         }
-        // One B-tree operation per member: the entry is popped, not looked
-        // up twice.
+        // The first pair is popped, not searched for again.
         self.by_deadline.pop_first();
         let entry = match self.slots[slot as usize].take() {
             Some(e) => e,
@@ -202,22 +200,18 @@ impl Store for Large {
     }
 
     fn soonest(&self) -> Option<(u32, u64)> {
-        self.by_deadline.first().map(|&(d, s)| (s, d))
+        self.by_deadline.first().map(|(d, s)| (s, d))
     }
 
     fn live_len(&self, now_ms: u64) -> usize {
-        self.len
-            - self
-                .by_deadline
-                .range(..(now_ms.saturating_add(1), 0))
-                .count()
+        self.len - self.by_deadline.count_below((now_ms.saturating_add(1), 0))
     }
 
     fn iter_live(&self, now_ms: u64, rev: bool) -> Items<'_> {
-        let range = self
-            .by_deadline
-            .range((Bound::Excluded((now_ms, u32::MAX)), Bound::Unbounded));
-        let pick = move |&(d, s): &(u64, u32)| (&*self.entry(s).member, d);
+        // Live means a deadline after `now_ms`; `NO_DEADLINE` is `u64::MAX`,
+        // so saturating keeps it live.
+        let range = self.by_deadline.iter_from((now_ms.saturating_add(1), 0));
+        let pick = move |(d, s): (u64, u32)| (&*self.entry(s).member, d);
         if rev {
             Box::new(range.rev().map(pick))
         } else {
@@ -229,7 +223,7 @@ impl Store for Large {
         Box::new(
             self.by_deadline
                 .iter()
-                .map(move |&(d, s)| (&*self.entry(s).member, d)),
+                .map(move |(d, s)| (&*self.entry(s).member, d)),
         )
     }
 
@@ -252,9 +246,8 @@ impl Store for Large {
         (next, out)
     }
 
-    /// Exact for the slab, hash table and long members (allocator size
-    /// classes included), estimated for the B-tree (leaves of 11 keys,
-    /// about 60% full when deadlines arrive in order).
+    /// Exact: slab, hash table, deadline index and long members, allocator
+    /// size classes included.
     fn heap_bytes(&self) -> usize {
         let slab = self.slots.heap_bytes();
         let free = member::allocation_size(self.free.capacity() * 4);
@@ -266,7 +259,7 @@ impl Store for Large {
             let buckets = (self.table.capacity() * 8 / 7).next_power_of_two();
             member::allocation_size(buckets * 5 + 16)
         };
-        slab + free + table + self.len * 30 + self.member_heap_bytes
+        slab + free + table + self.by_deadline.heap_bytes() + self.member_heap_bytes
     }
 
     fn check_invariants(&self) {
@@ -281,12 +274,16 @@ impl Store for Large {
             let e = self.entry(s);
             heap += e.member.heap_bytes();
             assert_eq!(self.find_slot(&e.member), Some(s), "member findable");
-            assert!(
-                self.by_deadline.contains(&(e.deadline_ms, s)),
-                "indexed by deadline"
-            );
         }
         assert_eq!(heap, self.member_heap_bytes, "member heap bytes");
+        self.by_deadline.check_invariants();
+        for (d, s) in self.by_deadline.iter() {
+            assert_eq!(
+                self.entry(s).deadline_ms,
+                d,
+                "indexed with its own deadline"
+            );
+        }
         for (s, slot) in self.slots.iter().enumerate() {
             if slot.is_none() {
                 assert!(

@@ -7,7 +7,7 @@
 //! - [`small::Small`]: one buffer in deadline order, for sets of up to
 //!   [`Limits::max_small_members`] members of at most
 //!   [`Limits::max_small_member_bytes`] bytes;
-//! - [`large::Large`]: slab + hash table + deadline B-tree, each member's
+//! - [`large::Large`]: slab + hash table + deadline index, each member's
 //!   bytes stored once.
 //!
 //! A set converts to large as soon as an insert would break a small limit,
@@ -22,6 +22,7 @@ pub mod encoding;
 mod glob;
 mod large;
 mod member;
+mod order;
 mod slab;
 mod small;
 mod store;
