@@ -183,6 +183,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("xset: {e}"));
         return Status::Err;
     }
+    ffi::create_add_words();
     expiry::start(ctx);
     #[cfg(feature = "fault-injection")]
     if ffi::register_debug_panic(ctx) != Status::Ok {

@@ -9,7 +9,7 @@
 //! words or `MEMBERS` (any case); everything after `MEMBERS count` is data,
 //! so it is the safe form for arbitrary member bytes.
 
-use super::parse::{TimeUnit, add_deadline, is, parse_i64};
+use super::parse::{TimeUnit, add_deadline, parse_i64};
 use super::{int, notify, propagate, propagate_rem, with_write};
 use crate::errors::{self, err};
 use crate::ffi::{self, Clock};
@@ -27,7 +27,7 @@ struct AddRequest<'a> {
     compare: Compare,
     max_len: Option<usize>,
     /// Member and absolute deadline; each member once, at its last position.
-    pairs: Vec<(&'a [u8], u64)>,
+    pairs: Vec<(&'a RedisString, u64)>,
 }
 
 fn parse<'a>(args: &'a [RedisString], now_ms: u64) -> Result<AddRequest<'a>, RedisError> {
@@ -36,32 +36,37 @@ fn parse<'a>(args: &'a [RedisString], now_ms: u64) -> Result<AddRequest<'a>, Red
     let mut unit = None;
     let mut max_len = None;
     let mut pos = 2;
-    let data: &[RedisString] = if OPTION_WORDS.iter().any(|w| is(&args[2], w)) {
+    let first = args[2].as_slice();
+    let options_form = OPTION_WORDS
+        .iter()
+        .any(|w| first.eq_ignore_ascii_case(w.as_bytes()));
+    let data: &[RedisString] = if options_form {
         loop {
-            let Some(arg) = args.get(pos) else {
+            let Some(arg) = args.get(pos).map(RedisString::as_slice) else {
                 return Err(err(errors::SYNTAX));
             };
+            let is = |w: &str| arg.eq_ignore_ascii_case(w.as_bytes());
             let set_unit = |u| match unit {
                 None => Ok(Some(u)),
                 Some(_) => Err(err(errors::SYNTAX)),
             };
-            if is(arg, "NX") {
+            if is("NX") {
                 presence = merge_presence(presence, Presence::OnlyNew)?;
-            } else if is(arg, "XX") {
+            } else if is("XX") {
                 presence = merge_presence(presence, Presence::OnlyExisting)?;
-            } else if is(arg, "GT") {
+            } else if is("GT") {
                 compare = merge_compare(compare, Compare::Greater)?;
-            } else if is(arg, "LT") {
+            } else if is("LT") {
                 compare = merge_compare(compare, Compare::Less)?;
-            } else if is(arg, "EX") {
+            } else if is("EX") {
                 unit = set_unit(TimeUnit::Seconds)?;
-            } else if is(arg, "PX") {
+            } else if is("PX") {
                 unit = set_unit(TimeUnit::Millis)?;
-            } else if is(arg, "EXAT") {
+            } else if is("EXAT") {
                 unit = set_unit(TimeUnit::UnixSeconds)?;
-            } else if is(arg, "PXAT") {
+            } else if is("PXAT") {
                 unit = set_unit(TimeUnit::UnixMillis)?;
-            } else if is(arg, "MAXLEN") {
+            } else if is("MAXLEN") {
                 let n = args.get(pos + 1).ok_or_else(|| err(errors::SYNTAX))?;
                 let n = parse_i64(n.as_slice())?;
                 if n <= 0 {
@@ -69,7 +74,7 @@ fn parse<'a>(args: &'a [RedisString], now_ms: u64) -> Result<AddRequest<'a>, Red
                 }
                 max_len = Some(usize::try_from(n).unwrap_or(usize::MAX));
                 pos += 1;
-            } else if is(arg, "MEMBERS") {
+            } else if is("MEMBERS") {
                 let count = args.get(pos + 1).ok_or_else(|| err(errors::SYNTAX))?;
                 let count = parse_i64(count.as_slice())?;
                 if count <= 0 {
@@ -97,18 +102,18 @@ fn parse<'a>(args: &'a [RedisString], now_ms: u64) -> Result<AddRequest<'a>, Red
     let unit = unit.unwrap_or(TimeUnit::Seconds);
     let mut pairs = Vec::with_capacity(data.len() / 2);
     for pair in data.chunks_exact(2) {
-        pairs.push((pair[0].as_slice(), add_deadline(&pair[1], unit, now_ms)?));
+        pairs.push((&pair[0], add_deadline(&pair[1], unit, now_ms)?));
     }
     if pairs.len() > 1 {
         // A member named twice counts once and its last deadline wins.
         let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(pairs.len());
         for (i, (m, _)) in pairs.iter().enumerate() {
-            last.insert(m, i);
+            last.insert(m.as_slice(), i);
         }
         if last.len() < pairs.len() {
             let mut i = 0;
             pairs.retain(|(m, _)| {
-                let keep = last.get(m) == Some(&i);
+                let keep = last.get(m.as_slice()) == Some(&i);
                 i += 1;
                 keep
             });
@@ -144,25 +149,31 @@ pub fn xset_add(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
     if args.len() < 4 {
         return Err(errors::arity("xset.add"));
     }
-    let req = parse(args, clock.now_ms)?;
+    let mut req = parse(args, clock.now_ms)?;
     let key = &args[1];
     // Replicas and loaders apply what the primary decided, as of time zero.
     let now_ms = if clock.primary { clock.now_ms } else { 0 };
     with_write(ctx, key, clock, |set| {
         let mut added = 0;
-        let mut written: Vec<(&[u8], u64)> = Vec::new();
         let mut removed: Vec<&[u8]> = Vec::new();
-        for &(member, deadline_ms) in &req.pairs {
+        // `pairs` keeps just the pairs that were written, in order: they are
+        // what gets propagated, and no second vector is needed.
+        req.pairs.retain(|&(member, deadline_ms)| {
+            let member = member.as_slice();
             match set.add(member, deadline_ms, req.presence, req.compare, now_ms) {
                 AddOutcome::Added => {
                     added += 1;
-                    written.push((member, deadline_ms));
+                    true
                 }
-                AddOutcome::Updated => written.push((member, deadline_ms)),
-                AddOutcome::Removed => removed.push(member),
-                AddOutcome::Unchanged | AddOutcome::Skipped | AddOutcome::Ignored => {}
+                AddOutcome::Updated => true,
+                AddOutcome::Removed => {
+                    removed.push(member);
+                    false
+                }
+                AddOutcome::Unchanged | AddOutcome::Skipped | AddOutcome::Ignored => false,
             }
-        }
+        });
+        let written = &req.pairs;
         let trimmed = match req.max_len {
             Some(max) if set.len() > max => set.pop_soonest(set.len() - max),
             _ => Vec::new(),
@@ -176,7 +187,7 @@ pub fn xset_add(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
             let mut parts: Vec<&[u8]> = Vec::with_capacity(3 + 2 * written.len());
             parts.extend([&b"PXAT"[..], b"MEMBERS", count.as_bytes()]);
             for ((member, _), d) in written.iter().zip(&deadlines) {
-                parts.push(member);
+                parts.push(member.as_slice());
                 parts.push(d.as_bytes());
             }
             propagate(ctx, "XSET.ADD", key, &parts);

@@ -10,7 +10,7 @@ pub mod type_methods;
 
 use redis_module::{Context, RedisString, raw};
 use std::ffi::{CStr, CString, c_int};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// Milliseconds stored at the start of each event-loop iteration: the frozen
 /// clock for `MULTI`/`EXEC` and scripts on servers without
@@ -388,28 +388,72 @@ pub fn notify(ctx: &Context, class: raw::NotifyEvent, event: &CStr, key: &RedisS
     }
 }
 
+/// `PXAT`, `MEMBERS` and `1`, created once at load: a one-member add is the
+/// hottest write, and passing these as retained strings saves Redis an
+/// allocation and a free per word on every propagation.
+static ADD_WORDS: [AtomicPtr<raw::RedisModuleString>; 3] = [
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+    AtomicPtr::new(std::ptr::null_mut()),
+];
+
+/// Creates the words of [`ADD_WORDS`]; they live as long as the module.
+pub fn create_add_words() {
+    // SAFETY: presence checked; a NULL context creates a string that is
+    // never freed automatically, which is what a module-lifetime word wants.
+    let Some(create) = (unsafe { raw::RedisModule_CreateString }) else {
+        return;
+    };
+    for (slot, word) in ADD_WORDS.iter().zip([&b"PXAT"[..], b"MEMBERS", b"1"]) {
+        let s = unsafe {
+            create(
+                std::ptr::null_mut(),
+                word.as_ptr().cast::<std::ffi::c_char>(),
+                word.len(),
+            )
+        };
+        slot.store(s, Ordering::Relaxed);
+    }
+}
+
 /// Propagates `XSET.ADD key PXAT MEMBERS 1 member deadline` (the one-member
 /// add, the common case) with a fixed format: no argument vector or
 /// intermediate strings to build.
-pub fn replicate_add_one(ctx: &Context, key: &RedisString, member: &[u8], deadline_ms: u64) {
-    // SAFETY: presence checked; the format matches the arguments: `s` a
-    // live RedisModuleString, `c` NUL-terminated strings, `b` a pointer and
-    // a length, `l` a long long.
+pub fn replicate_add_one(ctx: &Context, key: &RedisString, member: &RedisString, deadline_ms: u64) {
+    // SAFETY: copied out and checked for presence before any call.
     let f = unsafe { raw::RedisModule_Replicate };
-    if let Some(f) = f {
+    let Some(f) = f else { return };
+    let [pxat, members, one] = [0, 1, 2].map(|i| ADD_WORDS[i].load(Ordering::Relaxed));
+    if pxat.is_null() || members.is_null() || one.is_null() {
+        // SAFETY: the format matches the arguments: `s` live
+        // RedisModuleStrings, `c` NUL-terminated strings, `l` a long long.
         unsafe {
             f(
                 ctx.get_raw(),
                 c"XSET.ADD".as_ptr(),
-                c"scccbl".as_ptr(),
+                c"scccsl".as_ptr(),
                 key.inner,
                 c"PXAT".as_ptr(),
                 c"MEMBERS".as_ptr(),
                 c"1".as_ptr(),
-                member.as_ptr().cast::<std::ffi::c_char>(),
-                member.len(),
+                member.inner,
                 deadline_ms as std::ffi::c_longlong,
             )
         };
+        return;
     }
+    // SAFETY: as above; the words are live for the module's lifetime.
+    unsafe {
+        f(
+            ctx.get_raw(),
+            c"XSET.ADD".as_ptr(),
+            c"sssssl".as_ptr(),
+            key.inner,
+            pxat,
+            members,
+            one,
+            member.inner,
+            deadline_ms as std::ffi::c_longlong,
+        )
+    };
 }
