@@ -251,6 +251,7 @@ def commands(many_keys, sha):
     return ([("SADD", f"SADD s{k} __rand_int__"),
              ("XSET.ADD", f"XSET.ADD x{k} __rand_int__ 3600"),
              ("ZADD", f"ZADD z{k} 1700000000000 __rand_int__"),
+             ("ZADD moved", f"ZADD zm{k} __rand_int__ __rand_int__"),
              ("SET PX/member", f"SET m{k}:__rand_int__ 1 PX 3600000"),
              ("push (EVALSHA)", f"EVALSHA {sha} 1 zp{k} __rand_int__ 3600000")],
             [("SISMEMBER", f"SISMEMBER s{k} __rand_int__"),
@@ -272,6 +273,7 @@ def preload(srv, r, many_keys):
         cmds.append(enc("SADD", f"s{k}", *ms))
         cmds.append(enc_pairs(["XSET.ADD", f"x{k}"], ms, 3600))
         cmds.append(enc_pairs(["ZADD", f"z{k}"], ms, 1700000000000, const_first=True))
+        cmds.append(enc_pairs(["ZADD", f"zm{k}"], ms, 1700000000000, const_first=True))
         cmds.append(enc_pairs(["ZADD", f"zp{k}"], ms, now, const_first=True))
         cmds += enc_each("SET", [f"m{k}:{m}" for m in ms], 1, "PX", 3600000)
     c = Conn(srv.port)
@@ -279,7 +281,16 @@ def preload(srv, r, many_keys):
     c.close()
 
 
+def server_cpu_seconds(srv):
+    """User + system CPU the server process has used so far."""
+    with open(f"/proc/{srv.proc.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def redis_benchmark(srv, cmd, r, n, pipe):
+    """(ops/s as redis-benchmark reports it, server CPU microseconds per op)."""
+    cpu0 = server_cpu_seconds(srv)
     out = subprocess.run(
         ["redis-benchmark", "-h", "127.0.0.1", "-p", str(srv.port), "-c", "50",
          "-P", str(pipe), "-n", str(n), "-r", str(r), "--csv", *cmd.split()],
@@ -288,7 +299,7 @@ def redis_benchmark(srv, cmd, r, n, pipe):
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
     if out.returncode or not rows:
         raise RuntimeError(f"redis-benchmark failed for {cmd!r}: {out.stderr[-500:]}")
-    return float(rows[-1]["rps"])
+    return float(rows[-1]["rps"]), (server_cpu_seconds(srv) - cpu0) * 1e6 / n
 
 
 def bench_throughput(args):
@@ -296,7 +307,7 @@ def bench_throughput(args):
     big, keys = (200_000, 20_000) if args.quick else (1_000_000, 100_000)
     scenarios = [("1 key x 1k", 1000, False), (f"1 key x {human(big)}", big, False),
                  (f"{human(keys)} keys x ~10", keys, True)]
-    srv, results = Server(), {}     # (group, scenario, pipe, name) -> [(ops, ratio)]
+    srv, results = Server(), {}     # (group, scenario, pipe, name) -> [(ops, ratio, cpu)]
     try:
         sha = srv.ctl.call("SCRIPT", "LOAD", PUSH_LUA).decode()
         for run in range(args.runs):
@@ -311,12 +322,14 @@ def bench_throughput(args):
                                for name, c in cmds[shift:] + cmds[:shift]}
                         for name, _ in cmds:
                             results.setdefault((group, scen, pipe, name), []).append(
-                                (rps[name], rps[name] / rps[cmds[0][0]]))
+                                (rps[name][0], rps[name][0] / rps[cmds[0][0]][0], rps[name][1]))
     finally:
         srv.stop()
     out = [dict(group=g, scenario=s, pipeline=p, command=c,
                 ops_median=median([v[0] for v in vals]), ratio_median=median([v[1] for v in vals]),
-                ops_runs=[v[0] for v in vals], ratio_runs=[v[1] for v in vals])
+                cpu_us_median=median([v[2] for v in vals]),
+                ops_runs=[v[0] for v in vals], ratio_runs=[v[1] for v in vals],
+                cpu_us_runs=[v[2] for v in vals])
            for (g, s, p, c), vals in results.items()]
     for group, cmds in zip(("add", "membership"), commands(False, "")):
         names = [c for c, _ in cmds]
@@ -332,9 +345,24 @@ def bench_throughput(args):
               "same run (median of per-run ratios)", ["members", "pipe"] + names, rows, notes=[
                   f"redis-benchmark -c 50 -r <members>, -n {n[16]:,} with -P 16 and {n[1]:,} "
                   f"with -P 1; {args.runs} run(s), command order rotated per run."])
+        rows = []
+        for scen, _, _ in scenarios:
+            cell = {o["command"]: o for o in out if (o["group"], o["scenario"], o["pipeline"])
+                    == (group, scen, 16)}
+            base = cell[names[0]]["cpu_us_median"]
+            rows.append([scen, "-P 16"] + [
+                f"{cell[c]['cpu_us_median']:.2f} {cell[c]['cpu_us_median'] / base:.2f}x"
+                for c in names])
+        table(f"Server CPU per {group}: microseconds of redis-server CPU (user + system) per "
+              f"op, median of runs, and its multiple of {names[0]}'s", ["members", "pipe"] + names,
+              rows, notes=["Read from /proc/<pid>/stat around each redis-benchmark run: "
+                           "independent of the client's share of the 2 cores, so steadier "
+                           "than ops/s on a shared machine."])
     print("   Each structure is preloaded before measuring (1 key: members 0..r-1; many keys: "
           "10 members each), so in\n   one key adds are updates: XSET.ADD moves the deadline "
-          "to now+3600 s, ZADD with a fixed score changes nothing.\n   push = the seed's "
+          "to now+3600 s, ZADD with a fixed score changes nothing,\n   ZADD moved "
+          "(its own key) gives the member a random new score: a real update, propagated like "
+          "XSET.ADD's.\n   push = the seed's "
           "recipe, ZREMRANGEBYSCORE key 0 now-ttl + ZADD key now member, as one EVALSHA.\n"
           "   Many keys: redis-benchmark replaces each __rand_int__ independently, so key and "
           "member are unrelated:\n   membership checks find the key but almost never the "
