@@ -1,33 +1,31 @@
-//! The large encoding: each member's bytes stored once, in a slab entry
-//! that keeps its index for as long as the member is present (which makes
-//! `scan` safe while deadlines change); a hash table of slot indices keyed
-//! by those bytes, for O(1) membership; and the deadline index of
-//! `(deadline, slot)` pairs ([`super::order::DeadlineIndex`]).
+//! The large encoding: each member's bytes stored once, in a 24-byte slab
+//! entry ([`Entry`]) that keeps its index for as long as the member is
+//! present (which makes `scan` safe while deadlines change); a hash table of
+//! slot indices keyed by those bytes, for O(1) membership; and the deadline
+//! index of `(deadline, slot)` pairs ([`super::order::DeadlineIndex`]).
+//! Deadlines past the year 10889 do not fit an entry and are kept in `far`.
 //!
 //! Invariants (checked by `check_invariants`):
 //! 1. every occupied slot is in `table` exactly once and in `by_deadline`
 //!    with its own deadline exactly once; nothing else is in either;
 //! 2. `len` counts occupied slots, `member_heap_bytes` sums their members'
 //!    heap allocations;
+//! 4. `far` holds the exact deadline of exactly the slots whose entry says
+//!    [`DeadlineCode::FAR`];
 //! 3. every vacant slot below `slots.len()` is on the free list; an empty
 //!    set has an empty slab.
 
+use super::entry::{DeadlineCode, Entry};
 use super::member::{self, Member};
 use super::order::DeadlineIndex;
 use super::slab::Chunked;
 use super::store::{Items, Store};
 use hashbrown::{DefaultHashBuilder, HashTable};
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 /// The most trailing vacant slots one removal trims.
 const TRIM_PER_REMOVAL: usize = 64;
-
-/// A member and its deadline.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
-    member: Member,
-    deadline_ms: u64,
-}
 
 /// Slab + hash table + deadline index.
 #[derive(Clone, Default)]
@@ -36,6 +34,8 @@ pub struct Large {
     free: Vec<u32>,
     table: HashTable<u32>,
     by_deadline: DeadlineIndex,
+    /// Exact deadlines of the entries coded [`DeadlineCode::FAR`].
+    far: HashMap<u32, u64>,
     hasher: DefaultHashBuilder,
     len: usize,
     member_heap_bytes: usize,
@@ -49,13 +49,34 @@ impl Large {
         }
     }
 
+    /// The exact deadline of the entry at `slot`.
+    fn deadline(&self, slot: u32, entry: &Entry) -> u64 {
+        entry
+            .code()
+            .exact()
+            .unwrap_or_else(|| match self.far.get(&slot) {
+                Some(&d) => d,
+                None => unreachable!("far deadline of slot {slot} missing"),
+            })
+    }
+
+    /// Records `deadline_ms` of `slot` aside if its code is far, and returns
+    /// the code.
+    fn code_for(&mut self, slot: u32, deadline_ms: u64) -> DeadlineCode {
+        let code = DeadlineCode::of(deadline_ms);
+        if code == DeadlineCode::FAR {
+            self.far.insert(slot, deadline_ms);
+        }
+        code
+    }
+
     fn find_slot(&self, member: &[u8]) -> Option<u32> {
         let slots = &self.slots;
         self.table
             .find(self.hasher.hash_one(member), |&s| {
                 slots[s as usize]
                     .as_ref()
-                    .is_some_and(|e| &*e.member == member)
+                    .is_some_and(|e| e.member() == member)
             })
             .copied()
     }
@@ -81,7 +102,7 @@ impl Large {
         let hasher = &self.hasher;
         self.table
             .reserve(additional, |&s| match &slots[s as usize] {
-                Some(e) => hasher.hash_one(&*e.member),
+                Some(e) => hasher.hash_one(e.member()),
                 None => unreachable!("slot {s} indexed but vacant"),
             });
     }
@@ -89,7 +110,11 @@ impl Large {
     /// Bookkeeping after `slot` was vacated and dropped from the deadline index:
     /// drops it from the hash table and recycles the slot.
     fn release_slot(&mut self, slot: u32, entry: Entry) -> (Member, u64) {
-        let hash = self.hasher.hash_one(&*entry.member);
+        let deadline_ms = self.deadline(slot, &entry);
+        if entry.code() == DeadlineCode::FAR {
+            self.far.remove(&slot);
+        }
+        let hash = self.hasher.hash_one(entry.member());
         match self.table.find_entry(hash, |&s| s == slot) {
             Ok(found) => {
                 found.remove();
@@ -97,7 +122,7 @@ impl Large {
             Err(_) => unreachable!("slot {slot} missing from the table"),
         }
         self.len -= 1;
-        self.member_heap_bytes -= entry.member.heap_bytes();
+        self.member_heap_bytes -= entry.heap_bytes();
         if self.len == 0 {
             // Start over: cheaper than trimming a large slab slot by slot.
             self.slots = Chunked::default();
@@ -116,7 +141,7 @@ impl Large {
         } else {
             self.free.push(slot);
         }
-        (entry.member, entry.deadline_ms)
+        (entry.into_member(), deadline_ms)
     }
 
     fn take_vacant_slot(&mut self) -> u32 {
@@ -141,35 +166,37 @@ impl Store for Large {
 
     fn find(&self, member: &[u8]) -> Option<(u32, u64)> {
         self.find_slot(member)
-            .map(|s| (s, self.entry(s).deadline_ms))
+            .map(|s| (s, self.deadline(s, self.entry(s))))
     }
 
     fn set_deadline(&mut self, slot: u32, deadline_ms: u64) {
-        let entry = match &mut self.slots[slot as usize] {
-            Some(e) => e,
-            None => unreachable!("slot {slot} indexed but vacant"),
-        };
-        let old = std::mem::replace(&mut entry.deadline_ms, deadline_ms);
-        if old != deadline_ms {
-            self.by_deadline.remove((old, slot));
-            self.by_deadline.insert((deadline_ms, slot));
+        let old = self.deadline(slot, self.entry(slot));
+        if old == deadline_ms {
+            return;
         }
+        if DeadlineCode::of(old) == DeadlineCode::FAR {
+            self.far.remove(&slot);
+        }
+        let code = self.code_for(slot, deadline_ms);
+        match &mut self.slots[slot as usize] {
+            Some(e) => e.set_code(code),
+            None => unreachable!("slot {slot} indexed but vacant"),
+        }
+        self.by_deadline.remove((old, slot));
+        self.by_deadline.insert((deadline_ms, slot));
     }
 
     fn insert(&mut self, member: &[u8], deadline_ms: u64) {
         let slot = self.take_vacant_slot();
         let hash = self.hasher.hash_one(member);
-        let member = Member::new(member);
-        self.member_heap_bytes += member.heap_bytes();
-        self.slots[slot as usize] = Some(Entry {
-            member,
-            deadline_ms,
-        });
+        let entry = Entry::new(member, self.code_for(slot, deadline_ms));
+        self.member_heap_bytes += entry.heap_bytes();
+        self.slots[slot as usize] = Some(entry);
         let slots = &self.slots;
         let hasher = &self.hasher;
         self.table
             .insert_unique(hash, slot, |&s| match &slots[s as usize] {
-                Some(e) => hasher.hash_one(&*e.member),
+                Some(e) => hasher.hash_one(e.member()),
                 None => unreachable!("slot {s} indexed but vacant"),
             });
         self.by_deadline.insert((deadline_ms, slot));
@@ -181,7 +208,7 @@ impl Store for Large {
             Some(e) => e,
             None => unreachable!("slot {slot} indexed but vacant"),
         };
-        self.by_deadline.remove((entry.deadline_ms, slot));
+        self.by_deadline.remove((self.deadline(slot, &entry), slot));
         self.release_slot(slot, entry)
     }
 
@@ -211,7 +238,7 @@ impl Store for Large {
         // Live means a deadline after `now_ms`; `NO_DEADLINE` is `u64::MAX`,
         // so saturating keeps it live.
         let range = self.by_deadline.iter_from((now_ms.saturating_add(1), 0));
-        let pick = move |(d, s): (u64, u32)| (&*self.entry(s).member, d);
+        let pick = move |(d, s): (u64, u32)| (self.entry(s).member(), d);
         if rev {
             Box::new(range.rev().map(pick))
         } else {
@@ -223,7 +250,7 @@ impl Store for Large {
         Box::new(
             self.by_deadline
                 .iter()
-                .map(move |(d, s)| (&*self.entry(s).member, d)),
+                .map(move |(d, s)| (self.entry(s).member(), d)),
         )
     }
 
@@ -236,8 +263,9 @@ impl Store for Large {
         while i < end && examined < budget {
             if let Some(e) = &self.slots[i] {
                 examined += 1;
-                if e.deadline_ms > now_ms {
-                    out.push((&*e.member, e.deadline_ms));
+                let deadline_ms = self.deadline(i as u32, e);
+                if deadline_ms > now_ms {
+                    out.push((e.member(), deadline_ms));
                 }
             }
             i += 1;
@@ -259,7 +287,15 @@ impl Store for Large {
             let buckets = (self.table.capacity() * 8 / 7).next_power_of_two();
             member::allocation_size(buckets * 5 + 16)
         };
-        slab + free + table + self.by_deadline.heap_bytes() + self.member_heap_bytes
+        // std's map: a power-of-two bucket count at up to 7/8 load, 16
+        // bytes and a control byte per bucket.
+        let far = if self.far.capacity() == 0 {
+            0
+        } else {
+            let buckets = (self.far.capacity() * 8 / 7).next_power_of_two();
+            member::allocation_size(buckets * 17 + 16)
+        };
+        slab + free + table + far + self.by_deadline.heap_bytes() + self.member_heap_bytes
     }
 
     fn check_invariants(&self) {
@@ -272,14 +308,24 @@ impl Store for Large {
         let mut heap = 0;
         for &s in &occupied {
             let e = self.entry(s);
-            heap += e.member.heap_bytes();
-            assert_eq!(self.find_slot(&e.member), Some(s), "member findable");
+            heap += e.heap_bytes();
+            assert_eq!(self.find_slot(e.member()), Some(s), "member findable");
+            assert_eq!(
+                e.code() == DeadlineCode::FAR,
+                self.far.contains_key(&s),
+                "far deadline kept aside"
+            );
         }
         assert_eq!(heap, self.member_heap_bytes, "member heap bytes");
         self.by_deadline.check_invariants();
+        let coded_far = occupied
+            .iter()
+            .filter(|&&s| self.entry(s).code() == DeadlineCode::FAR)
+            .count();
+        assert_eq!(self.far.len(), coded_far, "no stray far deadline");
         for (d, s) in self.by_deadline.iter() {
             assert_eq!(
-                self.entry(s).deadline_ms,
+                self.deadline(s, self.entry(s)),
                 d,
                 "indexed with its own deadline"
             );

@@ -1,6 +1,8 @@
-//! A member's bytes, stored inline when short (most members are ids, codes
-//! and hashes) so that looking one up touches one cache line less and adding
-//! one allocates nothing; longer members go to the heap.
+//! A member's bytes as the core hands them out (removed, expired or
+//! trimmed members): inline when short, so draining ids, codes and hashes
+//! allocates nothing per member; longer members keep their heap bytes.
+//! The large encoding stores members in its own 24-byte entries
+//! (`entry.rs`); this module also holds the allocator's size classes.
 
 use std::ops::Deref;
 

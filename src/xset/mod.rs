@@ -19,6 +19,7 @@
 //! greater than `now_ms`; [`NO_DEADLINE`] means it never expires.
 
 pub mod encoding;
+mod entry;
 mod glob;
 mod large;
 mod member;

@@ -423,8 +423,14 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn key(m: u8) -> Vec<u8> {
-    // Mixed lengths, including the empty member.
-    vec![b'm'; m as usize % 5]
+    // Mixed lengths: short ones, the empty member, and from m = 18 on 14 to
+    // 24 bytes, around the large encoding's inline limit (16).
+    let pad = if m >= 18 {
+        13 + 2 * (m as usize - 18)
+    } else {
+        m as usize % 5
+    };
+    vec![b'm'; pad]
         .into_iter()
         .chain([m])
         .skip(usize::from(m == 0))
