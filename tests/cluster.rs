@@ -197,7 +197,7 @@ fn reshard_and_failover_lose_nothing() {
         "--cluster-yes",
     ]);
     wait_until("cluster ok after reshard", Duration::from_secs(20), || {
-        cluster_ok(from)
+        nodes.iter().all(|n| cluster_ok(n.port))
     });
     let router = Router::load(&mut any);
     let after = read_all(&router, &mut any, &keys);
@@ -225,8 +225,10 @@ fn reshard_and_failover_lose_nothing() {
     let mut nodes = nodes;
     drop(nodes.remove(victim_idx));
     let survivor = nodes[0].port;
+    // Every node, the promoted one included, must see the cluster as up
+    // before it serves the slots (each node judges that on its own).
     wait_until("failover", Duration::from_secs(30), || {
-        cluster_ok(survivor)
+        nodes.iter().all(|n| cluster_ok(n.port))
             && Router::load(&mut conn_to(survivor))
                 .ranges
                 .iter()

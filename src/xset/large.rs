@@ -127,19 +127,22 @@ impl Large {
             // Start over: cheaper than trimming a large slab slot by slot.
             self.slots = Chunked::default();
             self.free = Vec::new();
-        } else if slot as usize + 1 == self.slots.len() {
+        } else {
+            if slot as usize + 1 == self.slots.len() {
+                self.slots.pop();
+            } else {
+                self.free.push(slot);
+            }
             // Trailing vacancies are cut so the slab shrinks with the set, a
-            // bounded number per removal so no single removal stalls; stale
-            // free-list entries are skipped in `take_vacant_slot`.
-            self.slots.pop();
+            // bounded number per removal so no single removal stalls (a long
+            // vacant tail goes over several removals); stale free-list
+            // entries are skipped in `take_vacant_slot`.
             for _ in 0..TRIM_PER_REMOVAL {
                 if !self.slots.last().is_some_and(Option::is_none) {
                     break;
                 }
                 self.slots.pop();
             }
-        } else {
-            self.free.push(slot);
         }
         (entry.into_member(), deadline_ms)
     }
@@ -260,6 +263,11 @@ impl Store for Large {
         let end = self.slots.len();
         let mut i = usize::try_from(cursor).unwrap_or(usize::MAX).min(end);
         let budget = count.max(1);
+        // Vacant slots are walked too, but at most ten per requested member
+        // (as Redis's SCAN bounds empty buckets), so a call over a slab left
+        // mostly empty by a mass expiry stays short; it may then return no
+        // members and a non-zero cursor.
+        let mut vacant_budget = budget.saturating_mul(10);
         while i < end && examined < budget {
             if let Some(e) = &self.slots[i] {
                 examined += 1;
@@ -267,6 +275,10 @@ impl Store for Large {
                 if deadline_ms > now_ms {
                     out.push((e.member(), deadline_ms));
                 }
+            } else if vacant_budget == 0 {
+                break;
+            } else {
+                vacant_budget -= 1;
             }
             i += 1;
         }
@@ -338,9 +350,5 @@ impl Store for Large {
                 );
             }
         }
-        assert!(
-            self.slots.last().is_none_or(Option::is_some),
-            "no trailing vacancy"
-        );
     }
 }

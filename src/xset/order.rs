@@ -8,11 +8,13 @@
 //! binary search over contiguous memory and dropping the first leaf (what
 //! expiry does) is O(1).
 //!
-//! Deadlines mostly arrive in increasing order (`now + ttl`), so a pair
-//! appended after the last pair starts a new leaf instead of splitting the
-//! last one: such leaves stay full. Other inserts split a full leaf in half,
-//! and a removal that leaves a leaf under a quarter full merges it with a
-//! neighbour when both fit in one leaf.
+//! Deadlines mostly arrive in increasing order (`now + ttl`, one run per
+//! distinct TTL), so a pair landing after the end of a full leaf starts a new
+//! leaf, and one landing in a full leaf's upper half splits it at that point:
+//! a run keeps filling its leaf instead of leaving half-empty ones behind.
+//! Other inserts split a full leaf in half, and a removal that leaves a leaf
+//! under a quarter full merges it with a neighbour when both fit in one
+//! leaf.
 //!
 //! Invariants (checked by `check_invariants`):
 //! 1. pairs are strictly increasing across the whole index;
@@ -126,7 +128,8 @@ impl DeadlineIndex {
             .saturating_sub(1)
     }
 
-    /// Adds `key`, which must not be present. O(log n + leaf size).
+    /// Adds `key`, which must not be present. O(log n + leaf size), plus a
+    /// shift of up to half the 24-byte nodes when a leaf splits.
     pub fn insert(&mut self, key: Key) {
         self.len += 1;
         if self.nodes.is_empty() {
@@ -136,7 +139,6 @@ impl DeadlineIndex {
             return;
         }
         let i = self.locate(key);
-        let last = i + 1 == self.nodes.len();
         let node = &mut self.nodes[i];
         let pos = node.leaf.rank(key);
         debug_assert!(pos == node.leaf.len() || node.leaf.key(pos) != key);
@@ -148,26 +150,29 @@ impl DeadlineIndex {
             return;
         }
         let mut right = Leaf::new();
-        if last && pos == LEAF_CAP {
-            // Appending in deadline order: keep the full leaf full.
+        if pos == LEAF_CAP {
+            // Appending past a full leaf (deadlines arriving in order, one
+            // run per distinct TTL): start a new leaf, keep this one full.
             right.insert_at(0, key);
+        } else if pos >= LEAF_CAP / 2 {
+            // Split at the insertion point: a run that keeps arriving here
+            // fills the left leaf instead of leaving it half empty.
+            node.leaf.move_tail(pos, &mut right);
+            node.leaf.insert_at(pos, key);
         } else {
             let mid = LEAF_CAP / 2;
             node.leaf.move_tail(mid, &mut right);
-            if pos <= mid {
-                node.leaf.insert_at(pos, key);
-                if pos == 0 {
-                    node.first = key;
-                }
-            } else {
-                right.insert_at(pos - mid, key);
+            node.leaf.insert_at(pos, key);
+            if pos == 0 {
+                node.first = key;
             }
         }
         let first = right.key(0);
         self.nodes.insert(i + 1, Node { first, leaf: right });
     }
 
-    /// Removes `key`; false if it was not present. O(log n + leaf size).
+    /// Removes `key`; false if it was not present. O(log n + leaf size), plus
+    /// a shift of up to half the 24-byte nodes when a leaf empties or merges.
     pub fn remove(&mut self, key: Key) -> bool {
         if self.nodes.is_empty() {
             return false;
@@ -343,12 +348,34 @@ mod tests {
         assert!(index.nodes.len() < leaves, "short leaves merged");
     }
 
+    #[test]
+    fn interleaved_runs_keep_leaves_full() {
+        // Two TTLs: two runs of increasing deadlines, interleaved.
+        let mut index = DeadlineIndex::default();
+        let n = 20 * LEAF_CAP as u32;
+        for s in 0..n {
+            let d = if s % 2 == 0 {
+                1_000 + u64::from(s)
+            } else {
+                1 << 40 | u64::from(s)
+            };
+            index.insert((d, s));
+        }
+        index.check_invariants();
+        let full = (n as usize).div_ceil(LEAF_CAP);
+        assert!(
+            index.nodes.len() <= full + 2,
+            "{} leaves for {full} full ones",
+            index.nodes.len()
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
         #[test]
         fn behaves_like_a_btreeset(ops in proptest::collection::vec(
-            (0u8..4, 0u64..50, 0u32..400), 1..1500)) {
+            (0u8..5, 0u64..50, 0u32..400), 1..1500)) {
             let mut index = DeadlineIndex::default();
             let mut model = BTreeSet::new();
             for (op, d, s) in ops {
@@ -360,11 +387,18 @@ mod tests {
                         }
                     }
                     2 => prop_assert_eq!(index.remove(key), model.remove(&key)),
+                    3 => {
+                        // A present key, so that most removals hit.
+                        let nth = (d as usize * 400 + s as usize) % model.len().max(1);
+                        let present = model.iter().nth(nth).copied().unwrap_or(key);
+                        prop_assert_eq!(index.remove(present), model.remove(&present));
+                    }
                     _ => prop_assert_eq!(index.pop_first(), model.pop_first()),
                 }
                 prop_assert_eq!(index.len(), model.len());
                 prop_assert_eq!(index.count_below(key), model.range(..key).count());
                 prop_assert!(index.iter_from(key).eq(model.range(key..).copied()));
+                prop_assert!(index.iter_from(key).rev().eq(model.range(key..).rev().copied()));
             }
             same(&index, &model);
         }

@@ -412,7 +412,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u8..24, prop_oneof![9 => 1u64..200, 1 => Just(u64::MAX)], 0u8..3, 0u8..3)
+        4 => (0u8..24, prop_oneof![9 => 1u64..200, 1 => u64::MAX - 2..=u64::MAX], 0u8..3, 0u8..3)
             .prop_map(|(m, t, p, c)| Op::Add(m, t, p, c)),
         2 => (0u8..24).prop_map(Op::Remove),
         2 => (0u8..24, 0u64..200, 0u8..5).prop_map(|(m, t, c)| Op::Expire(m, t, c)),
@@ -458,8 +458,9 @@ proptest! {
             match op {
                 Op::Add(m, ttl, p, c) => {
                     let k = key(m);
-                    // u64::MAX stands for the farthest deadline a command may set.
-                    let d = if ttl == u64::MAX { MAX_DEADLINE_MS } else { now + ttl };
+                    // The top three u64s stand for the three farthest deadlines a
+                    // command may set (far-to-far changes included).
+                    let d = if ttl >= u64::MAX - 2 { MAX_DEADLINE_MS - (u64::MAX - ttl) } else { now + ttl };
                     let presence = [Presence::Any, Presence::OnlyNew, Presence::OnlyExisting][p as usize];
                     let compare = [Compare::Any, Compare::Greater, Compare::Less][c as usize];
                     let cur = live(&model, &k, now);
@@ -580,4 +581,122 @@ fn a_large_set_that_empties_out_is_rebuilt_compactly() {
         cursor = next;
     }
     assert_eq!(seen.len(), s.len());
+}
+
+#[test]
+fn thousands_of_members_match_a_model_through_churn_and_scans() {
+    // Many leaves, slab trims and vacancies: what the 24-member property
+    // test cannot reach. A fixed pseudo-random sequence (splitmix64).
+    let mut seed = 0x5eed_u64;
+    let mut next = move || {
+        seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut s = XSet::with_limits(Limits {
+        max_small_members: 0,
+        max_small_member_bytes: 0,
+    });
+    let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut now = 1_000u64;
+    for round in 0..40_000u32 {
+        let r = next();
+        let k = format!("m{}", r % 6000).into_bytes();
+        let k = if r % 7 == 0 {
+            [&k[..], &[b'x'; 20]].concat()
+        } else {
+            k
+        };
+        match (r >> 20) % 10 {
+            0..=4 => {
+                let d = match (r >> 30) % 20 {
+                    0 => MAX_DEADLINE_MS - (r >> 40) % 3,
+                    1 => NO_DEADLINE,
+                    _ => now + (r >> 40) % 5_000 + 1,
+                };
+                s.add(&k, d, Presence::Any, Compare::Any, now);
+                model.insert(k, d);
+            }
+            5..=6 => {
+                let stored = model.remove(&k);
+                assert_eq!(s.remove(&k), stored);
+            }
+            7 => {
+                let (gone, _) = s.drain_expired(now, (r >> 40) as usize % 500);
+                for g in gone {
+                    assert!(model.remove(&*g).is_some_and(|d| d <= now));
+                }
+            }
+            _ => now += (r >> 40) % 50,
+        }
+        if round % 2_000 == 0 {
+            s.check_invariants();
+            let mut want: Vec<(Vec<u8>, u64)> = model
+                .iter()
+                .filter(|&(_, &d)| d > now)
+                .map(|(k, &d)| (k.clone(), d))
+                .collect();
+            want.sort();
+            let mut got: Vec<(Vec<u8>, u64)> = s
+                .iter_live(now, false)
+                .map(|(m, d)| (m.to_vec(), d))
+                .collect();
+            got.sort();
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(s.live_len(now), want.len());
+            // A full SCAN returns every live member, each once here since
+            // nothing changes during it.
+            let (mut cursor, mut scanned) = (0, Vec::new());
+            loop {
+                let (c, batch) = s.scan(cursor, 1 + (round as usize / 2_000) % 3, now);
+                scanned.extend(batch.into_iter().map(|(m, d)| (m.to_vec(), d)));
+                if c == 0 {
+                    break;
+                }
+                cursor = c;
+            }
+            scanned.sort();
+            assert_eq!(scanned, want, "scan at round {round}");
+        }
+    }
+}
+
+#[test]
+fn scan_walks_a_bounded_number_of_vacant_slots_per_call() {
+    let mut s = XSet::with_limits(Limits {
+        max_small_members: 0,
+        max_small_member_bytes: 0,
+    });
+    for i in 0..1_000u64 {
+        s.add(
+            format!("m{i}").as_bytes(),
+            10 + i,
+            Presence::Any,
+            Compare::Any,
+            0,
+        );
+    }
+    // The 900 soonest are the first 900 slots: a long vacant run at the front.
+    assert_eq!(s.drain_expired(909, usize::MAX).0.len(), 900);
+    s.check_invariants();
+    let (cursor, first) = s.scan(0, 1, 909);
+    assert!(
+        first.is_empty() && cursor != 0,
+        "stopped within the vacant run"
+    );
+    let (mut cursor, mut seen) = (0, Vec::new());
+    loop {
+        let (c, batch) = s.scan(cursor, 1, 909);
+        seen.extend(batch.into_iter().map(|(m, _)| m.to_vec()));
+        if c == 0 {
+            break;
+        }
+        cursor = c;
+    }
+    seen.sort();
+    let mut want: Vec<Vec<u8>> = (900..1_000).map(|i| format!("m{i}").into_bytes()).collect();
+    want.sort();
+    assert_eq!(seen, want);
 }
