@@ -183,7 +183,10 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         ctx.log_warning(&format!("xset: {e}"));
         return Status::Err;
     }
-    ffi::create_add_words();
+    if let Err(e) = ffi::create_add_words() {
+        ctx.log_warning(&format!("xset: {e}"));
+        return Status::Err;
+    }
     expiry::start(ctx);
     #[cfg(feature = "fault-injection")]
     if ffi::register_debug_panic(ctx) != Status::Ok {

@@ -178,10 +178,11 @@ pub fn xset_add(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
             Some(max) if set.len() > max => set.pop_soonest(set.len() - max),
             _ => Vec::new(),
         };
-        if let [(member, deadline_ms)] = written[..] {
-            ffi::replicate_add_one(ctx, key, member, deadline_ms);
-            notify(ctx, c"xset.add", key);
-        } else if !written.is_empty() {
+        let fast = match written[..] {
+            [(member, deadline_ms)] => ffi::replicate_add_one(ctx, key, member, deadline_ms),
+            _ => false,
+        };
+        if !fast && !written.is_empty() {
             let deadlines: Vec<String> = written.iter().map(|(_, d)| d.to_string()).collect();
             let count = written.len().to_string();
             let mut parts: Vec<&[u8]> = Vec::with_capacity(3 + 2 * written.len());
@@ -191,6 +192,8 @@ pub fn xset_add(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
                 parts.push(d.as_bytes());
             }
             propagate(ctx, "XSET.ADD", key, &parts);
+        }
+        if !written.is_empty() {
             notify(ctx, c"xset.add", key);
         }
         if !removed.is_empty() || !trimmed.is_empty() {

@@ -398,11 +398,11 @@ static ADD_WORDS: [AtomicPtr<raw::RedisModuleString>; 3] = [
 ];
 
 /// Creates the words of [`ADD_WORDS`]; they live as long as the module.
-pub fn create_add_words() {
+pub fn create_add_words() -> Result<(), String> {
     // SAFETY: presence checked; a NULL context creates a string that is
     // never freed automatically, which is what a module-lifetime word wants.
     let Some(create) = (unsafe { raw::RedisModule_CreateString }) else {
-        return;
+        return Err("RedisModule_CreateString is missing".into());
     };
     for (slot, word) in ADD_WORDS.iter().zip([&b"PXAT"[..], b"MEMBERS", b"1"]) {
         let s = unsafe {
@@ -412,37 +412,35 @@ pub fn create_add_words() {
                 word.len(),
             )
         };
+        if s.is_null() {
+            return Err("could not create the propagation words".into());
+        }
         slot.store(s, Ordering::Relaxed);
     }
+    Ok(())
 }
 
 /// Propagates `XSET.ADD key PXAT MEMBERS 1 member deadline` (the one-member
 /// add, the common case) with a fixed format: no argument vector or
-/// intermediate strings to build.
-pub fn replicate_add_one(ctx: &Context, key: &RedisString, member: &RedisString, deadline_ms: u64) {
+/// intermediate strings to build. False (nothing propagated) if the words
+/// were not created, which a loaded module rules out.
+pub fn replicate_add_one(
+    ctx: &Context,
+    key: &RedisString,
+    member: &RedisString,
+    deadline_ms: u64,
+) -> bool {
     // SAFETY: copied out and checked for presence before any call.
     let f = unsafe { raw::RedisModule_Replicate };
-    let Some(f) = f else { return };
-    let [pxat, members, one] = [0, 1, 2].map(|i| ADD_WORDS[i].load(Ordering::Relaxed));
+    let words = [0, 1, 2].map(|i| ADD_WORDS[i].load(Ordering::Relaxed));
+    let (Some(f), [pxat, members, one]) = (f, words) else {
+        return false;
+    };
     if pxat.is_null() || members.is_null() || one.is_null() {
-        // SAFETY: the format matches the arguments: `s` live
-        // RedisModuleStrings, `c` NUL-terminated strings, `l` a long long.
-        unsafe {
-            f(
-                ctx.get_raw(),
-                c"XSET.ADD".as_ptr(),
-                c"scccsl".as_ptr(),
-                key.inner,
-                c"PXAT".as_ptr(),
-                c"MEMBERS".as_ptr(),
-                c"1".as_ptr(),
-                member.inner,
-                deadline_ms as std::ffi::c_longlong,
-            )
-        };
-        return;
+        return false;
     }
-    // SAFETY: as above; the words are live for the module's lifetime.
+    // SAFETY: the format matches the arguments: `s` live RedisModuleStrings
+    // (the words live as long as the module), `l` a long long.
     unsafe {
         f(
             ctx.get_raw(),
@@ -456,4 +454,5 @@ pub fn replicate_add_one(ctx: &Context, key: &RedisString, member: &RedisString,
             deadline_ms as std::ffi::c_longlong,
         )
     };
+    true
 }
