@@ -16,7 +16,7 @@ use commands::{add, read, write};
 use ffi::type_methods::XSET_TYPE;
 use ffi::{CommandDoc, KeyAccess};
 use redis_module::configuration::ConfigurationFlags;
-use redis_module::{Context, RedisString, Status, redis_module};
+use redis_module::{Context, RedisResult, RedisString, Status, redis_module};
 
 /// Rust allocations go through Redis's allocator so that `INFO memory`,
 /// `MEMORY USAGE` and `maxmemory` see them; unit tests and the core's
@@ -49,7 +49,7 @@ const fn doc(
 }
 
 /// What `COMMAND INFO`/`DOCS` report; the handlers and flags are in the
-/// `redis_module!` list below and must name the same commands.
+/// `commands!` list below and must name the same commands.
 const DOCS: [CommandDoc; 15] = [
     doc(
         "xset.add",
@@ -166,12 +166,73 @@ const SCAN_DOC: CommandDoc = doc(
     "O(1) per call, O(n) for a full iteration",
 );
 
+/// Declares each command: a type that runs its body under
+/// [`commands::guard`], and its registration with Redis.
+macro_rules! commands {
+    ($(($name:literal, $ty:ident, $body:path, $flags:literal)),* $(,)?) => {
+        $(
+            struct $ty;
+            impl ffi::Command for $ty {
+                fn run(ctx: &Context, args: &[RedisString]) -> RedisResult {
+                    commands::guard(ctx, args, $body)
+                }
+            }
+        )*
+        /// Registers every command; the key is always argument 1.
+        fn register_commands(ctx: &Context) -> Result<(), String> {
+            $(ffi::create_command::<$ty>(ctx, $name, $flags, (1, 1, 1))?;)*
+            Ok(())
+        }
+    };
+}
+
+commands! {
+    ("xset.add", Add, add::xset_add, "write deny-oom"),
+    ("xset.has", Has, read::xset_has, "readonly fast"),
+    ("xset.mhas", MHas, read::xset_mhas, "readonly fast"),
+    ("xset.members", Members, read::xset_members, "readonly"),
+    ("xset.rem", Rem, write::xset_rem, "write fast"),
+    ("xset.card", Card, read::xset_card, "readonly fast"),
+    ("xset.ttl", Ttl, read::xset_ttl, "readonly fast"),
+    ("xset.pttl", PTtl, read::xset_pttl, "readonly fast"),
+    ("xset.expiretime", ExpireTime, read::xset_expiretime, "readonly fast"),
+    ("xset.pexpiretime", PExpireTime, read::xset_pexpiretime, "readonly fast"),
+    ("xset.expire", Expire, write::xset_expire, "write fast"),
+    ("xset.pexpire", PExpire, write::xset_pexpire, "write fast"),
+    ("xset.expireat", ExpireAt, write::xset_expireat, "write fast"),
+    ("xset.pexpireat", PExpireAt, write::xset_pexpireat, "write fast"),
+    ("xset.persist", Persist, write::xset_persist, "write fast"),
+    ("xset.scan", Scan, read::xset_scan, "readonly"),
+}
+
+/// `XSET.DEBUG-PANIC` (test builds only): its body panics, so the tests can
+/// prove that no panic crosses into Redis.
+#[cfg(feature = "fault-injection")]
+struct DebugPanic;
+#[cfg(feature = "fault-injection")]
+impl ffi::Command for DebugPanic {
+    fn run(ctx: &Context, args: &[RedisString]) -> RedisResult {
+        commands::guard(ctx, args, commands::debug_panic)
+    }
+}
+
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     if let Err(e) = ffi::check_server_api() {
         ctx.log_warning(&e);
         return Status::Err;
     }
     ffi::handle_io_errors(ctx);
+    if let Err(e) = register_commands(ctx) {
+        ctx.log_warning(&format!("xset: {e}"));
+        return Status::Err;
+    }
+    #[cfg(feature = "fault-injection")]
+    if let Err(e) =
+        ffi::create_command::<DebugPanic>(ctx, "xset.debug-panic", "readonly", (0, 0, 0))
+    {
+        ctx.log_warning(&format!("xset: {e}"));
+        return Status::Err;
+    }
     for d in DOCS.iter().chain([&SCAN_DOC]) {
         if let Err(e) = ffi::set_command_info(ctx, d) {
             ctx.log_warning(&format!("xset: {e}"));
@@ -188,10 +249,6 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         return Status::Err;
     }
     expiry::start(ctx);
-    #[cfg(feature = "fault-injection")]
-    if ffi::register_debug_panic(ctx) != Status::Ok {
-        return Status::Err;
-    }
     Status::Ok
 }
 
@@ -201,24 +258,6 @@ redis_module! {
     allocator: (allocator::Chosen, allocator::CHOSEN),
     data_types: [XSET_TYPE],
     init: init,
-    commands: [
-        ["xset.add", handler!(add::xset_add), "write deny-oom", 1, 1, 1, ""],
-        ["xset.has", handler!(read::xset_has), "readonly fast", 1, 1, 1, ""],
-        ["xset.mhas", handler!(read::xset_mhas), "readonly fast", 1, 1, 1, ""],
-        ["xset.members", handler!(read::xset_members), "readonly", 1, 1, 1, ""],
-        ["xset.rem", handler!(write::xset_rem), "write fast", 1, 1, 1, ""],
-        ["xset.card", handler!(read::xset_card), "readonly fast", 1, 1, 1, ""],
-        ["xset.ttl", handler!(read::xset_ttl), "readonly fast", 1, 1, 1, ""],
-        ["xset.pttl", handler!(read::xset_pttl), "readonly fast", 1, 1, 1, ""],
-        ["xset.expiretime", handler!(read::xset_expiretime), "readonly fast", 1, 1, 1, ""],
-        ["xset.pexpiretime", handler!(read::xset_pexpiretime), "readonly fast", 1, 1, 1, ""],
-        ["xset.expire", handler!(write::xset_expire), "write fast", 1, 1, 1, ""],
-        ["xset.pexpire", handler!(write::xset_pexpire), "write fast", 1, 1, 1, ""],
-        ["xset.expireat", handler!(write::xset_expireat), "write fast", 1, 1, 1, ""],
-        ["xset.pexpireat", handler!(write::xset_pexpireat), "write fast", 1, 1, 1, ""],
-        ["xset.persist", handler!(write::xset_persist), "write fast", 1, 1, 1, ""],
-        ["xset.scan", handler!(read::xset_scan), "readonly", 1, 1, 1, ""],
-    ],
     event_handlers: [
         [@GENERIC @LOADED: expiry::on_keyspace_event],
     ],

@@ -61,9 +61,9 @@ pub type Body = fn(&Context, &[RedisString], Clock) -> RedisResult;
 
 /// Runs `body`, turning a panic into an `ERR` reply so that it never crosses
 /// into Redis.
-pub fn guard(ctx: &Context, args: Vec<RedisString>, body: Body) -> RedisResult {
+pub fn guard(ctx: &Context, args: &[RedisString], body: Body) -> RedisResult {
     let clock = clock(ctx);
-    catch_unwind(AssertUnwindSafe(|| body(ctx, &args, clock))).unwrap_or_else(|_| {
+    catch_unwind(AssertUnwindSafe(|| body(ctx, args, clock))).unwrap_or_else(|_| {
         ctx.log_warning("xset: a bug was caught in a command; the server keeps running");
         // A body that panicked after emptying its set skipped the deletion:
         // an empty set must not stay, or the next RDB would not load.
@@ -82,16 +82,6 @@ fn delete_if_empty(ctx: &Context, key: &RedisString) {
     {
         ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
     }
-}
-
-/// Builds the registered handler for a command body.
-#[macro_export]
-macro_rules! handler {
-    ($body:path) => {
-        |ctx: &redis_module::Context, args: Vec<redis_module::RedisString>| {
-            $crate::commands::guard(ctx, args, $body)
-        }
-    };
 }
 
 /// Fails with Redis's arity error unless `args.len()` is at least `min`.

@@ -8,8 +8,9 @@
 
 pub mod type_methods;
 
-use redis_module::{Context, RedisString, raw};
+use redis_module::{Context, RedisResult, RedisString, raw};
 use std::ffi::{CStr, CString, c_int};
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// Milliseconds stored at the start of each event-loop iteration: the frozen
@@ -256,32 +257,94 @@ pub fn set_command_info(ctx: &Context, doc: &CommandDoc) -> Result<(), String> {
     Ok(())
 }
 
-/// Registers `XSET.DEBUG-PANIC` (test builds only), whose body panics so the
-/// tests can prove that no panic crosses into Redis.
-#[cfg(feature = "fault-injection")]
-pub fn register_debug_panic(context: &Context) -> redis_module::Status {
-    use std::os::raw::c_int;
-    fn inner(ctx: *mut raw::RedisModuleCtx) -> c_int {
-        // SAFETY: the crate's registration macro, called during module load
-        // with the load context.
-        unsafe {
-            redis_module::redis_command!(
-                ctx,
-                "xset.debug-panic",
-                crate::handler!(crate::commands::debug_panic),
-                "readonly",
-                0,
-                0,
-                0,
-                ""
-            );
+/// A command as xset implements it. Redis calls [`command_callback`] for
+/// it, which hands [`Command::run`] the arguments and sends its reply.
+pub trait Command {
+    /// Runs the command on its arguments (the name first).
+    fn run(ctx: &Context, args: &[RedisString]) -> RedisResult;
+}
+
+/// The callback Redis calls for command `C`. Unlike the crate's handlers it
+/// does not copy the arguments into a vector of retained strings (an
+/// allocation, and a retain and a release per argument, on every call):
+/// `C::run` borrows views of Redis's own argument strings, which outlive the
+/// call.
+extern "C" fn command_callback<C: Command>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    let context = Context::new(ctx);
+    let ptrs: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
+        Ok(n) if n > 0 && !argv.is_null() => {
+            // SAFETY: Redis passes `argc` argument strings in `argv`, alive
+            // for the whole call.
+            unsafe { std::slice::from_raw_parts(argv, n) }
         }
-        raw::Status::Ok as c_int
-    }
-    if inner(context.get_raw()) == raw::Status::Ok as c_int {
-        redis_module::Status::Ok
+        _ => &[],
+    };
+    let reply = with_borrowed_args(ctx, ptrs, |args| C::run(&context, args));
+    context.reply(reply) as c_int
+}
+
+/// Runs `f` on `RedisString` views of `ptrs` that are never released:
+/// Redis owns the strings. Up to eight views live on the stack.
+fn with_borrowed_args<R>(
+    ctx: *mut raw::RedisModuleCtx,
+    ptrs: &[*mut raw::RedisModuleString],
+    f: impl FnOnce(&[RedisString]) -> R,
+) -> R {
+    const INLINE: usize = 8;
+    let view = |p| ManuallyDrop::new(RedisString::from_redis_module_string(ctx, p));
+    if ptrs.len() <= INLINE {
+        let inline: [ManuallyDrop<RedisString>; INLINE] =
+            std::array::from_fn(|i| view(ptrs.get(i).copied().unwrap_or(std::ptr::null_mut())));
+        f(as_strings(&inline[..ptrs.len()]))
     } else {
-        redis_module::Status::Err
+        let heap: Vec<ManuallyDrop<RedisString>> = ptrs.iter().map(|&p| view(p)).collect();
+        f(as_strings(&heap))
+    }
+}
+
+fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
+    // SAFETY: `ManuallyDrop<T>` is `repr(transparent)` over `T`, so the two
+    // slices have the same layout; the views are only read.
+    unsafe { &*(std::ptr::from_ref(views) as *const [RedisString]) }
+}
+
+/// Registers command `name` (run by `C`) with `flags` and its key positions,
+/// as `RedisModule_CreateCommand` takes them.
+pub fn create_command<C: Command>(
+    ctx: &Context,
+    name: &str,
+    flags: &str,
+    keys: (c_int, c_int, c_int),
+) -> Result<(), String> {
+    let (c_name, c_flags) = CString::new(name)
+        .and_then(|n| CString::new(flags).map(|f| (n, f)))
+        .map_err(|e| e.to_string())?;
+    // SAFETY: presence checked; both strings outlive the call (Redis copies
+    // the name and parses the flags during it); the callback is a plain
+    // function that lives as long as the module.
+    let create = unsafe { raw::RedisModule_CreateCommand };
+    let Some(create) = create else {
+        return Err("CreateCommand missing".into());
+    };
+    let status = unsafe {
+        create(
+            ctx.get_raw(),
+            c_name.as_ptr(),
+            Some(command_callback::<C>),
+            c_flags.as_ptr(),
+            keys.0,
+            keys.1,
+            keys.2,
+        )
+    };
+    if status == raw::Status::Ok as c_int {
+        Ok(())
+    } else {
+        Err(format!("cannot create command {name}"))
     }
 }
 
