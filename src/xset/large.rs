@@ -1,8 +1,9 @@
 //! The large encoding: each member's bytes stored once, in a 24-byte slab
 //! entry ([`Entry`]) that keeps its index for as long as the member is
 //! present (which makes `scan` safe while deadlines change); a hash table of
-//! slot indices keyed by those bytes, for O(1) membership; and the deadline
-//! index of `(deadline, slot)` pairs ([`super::order::DeadlineIndex`]).
+//! slot numbers keyed by those bytes ([`super::table::SlotTable`]), for O(1)
+//! membership; and the deadline index of `(deadline, slot)` pairs
+//! ([`super::order::DeadlineIndex`]).
 //! Deadlines past the year 10889 do not fit an entry and are kept in `far`.
 //!
 //! Invariants (checked by `check_invariants`):
@@ -20,7 +21,8 @@ use super::member::{self, Member};
 use super::order::DeadlineIndex;
 use super::slab::Chunked;
 use super::store::{Items, Store};
-use hashbrown::{DefaultHashBuilder, HashTable};
+use super::table::SlotTable;
+use hashbrown::DefaultHashBuilder;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
@@ -32,7 +34,7 @@ const TRIM_PER_REMOVAL: usize = 64;
 pub struct Large {
     slots: Chunked<Option<Entry>>,
     free: Vec<u32>,
-    table: HashTable<u32>,
+    table: SlotTable,
     by_deadline: DeadlineIndex,
     /// Exact deadlines of the entries coded [`DeadlineCode::FAR`].
     far: HashMap<u32, u64>,
@@ -72,13 +74,19 @@ impl Large {
 
     fn find_slot(&self, member: &[u8]) -> Option<u32> {
         let slots = &self.slots;
-        self.table
-            .find(self.hasher.hash_one(member), |&s| {
-                slots[s as usize]
-                    .as_ref()
-                    .is_some_and(|e| e.member() == member)
-            })
-            .copied()
+        self.table.find(self.hasher.hash_one(member), |s| {
+            slots[s as usize]
+                .as_ref()
+                .is_some_and(|e| e.member() == member)
+        })
+    }
+
+    /// The hash of the member at `slot`, which must be occupied.
+    fn hash_of(slots: &Chunked<Option<Entry>>, hasher: &DefaultHashBuilder, slot: u32) -> u64 {
+        match &slots[slot as usize] {
+            Some(e) => hasher.hash_one(e.member()),
+            None => unreachable!("slot {slot} indexed but vacant"),
+        }
     }
 
     /// A large store holding `items` (`len` of them), laid out afresh.
@@ -98,13 +106,9 @@ impl Large {
 
     /// Makes room for `additional` more members in the hash table.
     pub fn reserve(&mut self, additional: usize) {
-        let slots = &self.slots;
-        let hasher = &self.hasher;
+        let (slots, hasher) = (&self.slots, &self.hasher);
         self.table
-            .reserve(additional, |&s| match &slots[s as usize] {
-                Some(e) => hasher.hash_one(e.member()),
-                None => unreachable!("slot {s} indexed but vacant"),
-            });
+            .reserve(additional, |s| Large::hash_of(slots, hasher, s));
     }
 
     /// Bookkeeping after `slot` was vacated and dropped from the deadline index:
@@ -115,11 +119,12 @@ impl Large {
             self.far.remove(&slot);
         }
         let hash = self.hasher.hash_one(entry.member());
-        match self.table.find_entry(hash, |&s| s == slot) {
-            Ok(found) => {
-                found.remove();
-            }
-            Err(_) => unreachable!("slot {slot} missing from the table"),
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        if !self
+            .table
+            .remove(hash, slot, |s| Large::hash_of(slots, hasher, s))
+        {
+            unreachable!("slot {slot} missing from the table");
         }
         self.len -= 1;
         self.member_heap_bytes -= entry.heap_bytes();
@@ -195,13 +200,9 @@ impl Store for Large {
         let entry = Entry::new(member, self.code_for(slot, deadline_ms));
         self.member_heap_bytes += entry.heap_bytes();
         self.slots[slot as usize] = Some(entry);
-        let slots = &self.slots;
-        let hasher = &self.hasher;
+        let (slots, hasher) = (&self.slots, &self.hasher);
         self.table
-            .insert_unique(hash, slot, |&s| match &slots[s as usize] {
-                Some(e) => hasher.hash_one(e.member()),
-                None => unreachable!("slot {s} indexed but vacant"),
-            });
+            .insert(hash, slot, |s| Large::hash_of(slots, hasher, s));
         self.by_deadline.insert((deadline_ms, slot));
         self.len += 1;
     }
@@ -291,14 +292,7 @@ impl Store for Large {
     fn heap_bytes(&self) -> usize {
         let slab = self.slots.heap_bytes();
         let free = member::allocation_size(self.free.capacity() * 4);
-        let table = if self.table.capacity() == 0 {
-            0
-        } else {
-            // hashbrown: a power-of-two bucket count at up to 7/8 load, one
-            // u32 and one control byte per bucket, plus a group of slack.
-            let buckets = (self.table.capacity() * 8 / 7).next_power_of_two();
-            member::allocation_size(buckets * 5 + 16)
-        };
+        let table = self.table.heap_bytes();
         // std's map: a power-of-two bucket count at up to 7/8 load, 16
         // bytes and a control byte per bucket.
         let far = if self.far.capacity() == 0 {
@@ -330,6 +324,8 @@ impl Store for Large {
         }
         assert_eq!(heap, self.member_heap_bytes, "member heap bytes");
         self.by_deadline.check_invariants();
+        self.table
+            .check_invariants(|s| Large::hash_of(&self.slots, &self.hasher, s));
         let coded_far = occupied
             .iter()
             .filter(|&&s| self.entry(s).code() == DeadlineCode::FAR)

@@ -27,6 +27,7 @@ mod order;
 mod slab;
 mod small;
 mod store;
+mod table;
 
 pub use glob::glob_match;
 pub use member::Member;

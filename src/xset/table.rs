@@ -1,0 +1,388 @@
+//! The large encoding's hash table: slab slot numbers keyed by their
+//! members' hashes, in one array of 4-byte buckets.
+//!
+//! A bucket packs, from the low bits up: `slot + 1`, the bucket's distance
+//! from its home bucket (capped), and the top bits of the member's hash. A
+//! lookup reads one run of buckets (one cache line, usually) and then only
+//! the slab entries whose hash bits match: two memory round trips for a hit,
+//! where a table with separate control bytes (hashbrown) takes three. Open
+//! addressing with linear probing, at most 4/5 full. Removal shifts the
+//! following buckets back (no tombstones, so churn never forces a rebuild);
+//! the stored distance tells which may move without reading their members,
+//! except past the cap.
+//!
+//! Invariants (checked by `check_invariants`):
+//! 1. `live` buckets hold a slot, the rest are [`EMPTY`], and `live` stays
+//!    within [`max_used`] of the bucket count, so every probe meets an empty
+//!    bucket;
+//! 2. each live bucket's slot fits the slot field, its hash bits are its
+//!    member's, its distance field is its distance from home (capped), and
+//!    no empty bucket lies between its home and it (so it is found).
+
+/// An empty bucket: ends every probe.
+const EMPTY: u32 = 0;
+/// The smallest bucket count once anything is stored.
+const MIN_BUCKETS: usize = 16;
+/// Bits of a bucket's distance field (when the slot field leaves room).
+const DIST_BITS: u32 = 4;
+
+/// The most slots stored in `buckets` buckets.
+fn max_used(buckets: usize) -> usize {
+    buckets / 5 * 4
+}
+
+/// A mask of the low `bits` bits.
+fn low_bits(bits: u32) -> u32 {
+    if bits >= 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    }
+}
+
+/// Where the fields of a bucket lie, for one bucket count.
+#[derive(Clone, Copy, Default)]
+struct Layout {
+    slot_bits: u32,
+    dist_bits: u32,
+}
+
+impl Layout {
+    /// Slots up to twice the bucket count: the slab never holds more slots
+    /// than the set's peak size, which is below the bucket count (the table
+    /// never shrinks). The distance takes up to [`DIST_BITS`] of the rest,
+    /// the hash the remainder.
+    fn for_buckets(buckets: usize) -> Layout {
+        let slot_bits = (buckets.trailing_zeros() + 1).min(32);
+        Layout {
+            slot_bits,
+            dist_bits: DIST_BITS.min(32 - slot_bits),
+        }
+    }
+
+    fn slot_mask(self) -> u32 {
+        low_bits(self.slot_bits)
+    }
+
+    /// The largest distance stored; it also stands for any longer one.
+    fn dist_cap(self) -> u32 {
+        low_bits(self.dist_bits)
+    }
+
+    fn tag_mask(self) -> u32 {
+        !low_bits(self.slot_bits + self.dist_bits)
+    }
+
+    /// Whether `slot` fits the slot field (as `slot + 1`).
+    fn fits(self, slot: u32) -> bool {
+        slot < self.slot_mask()
+    }
+
+    fn tag(self, hash: u64) -> u32 {
+        ((hash >> 32) as u32) & self.tag_mask()
+    }
+
+    /// The bucket of `slot` at `dist` from home: never [`EMPTY`], since the
+    /// slot field is at least 1.
+    fn bucket(self, tag: u32, dist: usize, slot: u32) -> u32 {
+        let dist = u32::try_from(dist).unwrap_or(u32::MAX).min(self.dist_cap());
+        let dist_field = if self.dist_bits == 0 {
+            0
+        } else {
+            dist << self.slot_bits
+        };
+        tag | dist_field | (slot + 1)
+    }
+
+    fn slot(self, v: u32) -> u32 {
+        (v & self.slot_mask()) - 1
+    }
+
+    fn dist(self, v: u32) -> u32 {
+        if self.dist_bits == 0 {
+            0
+        } else {
+            (v >> self.slot_bits) & self.dist_cap()
+        }
+    }
+
+    /// The bucket's tag and slot fields, which identify its slot.
+    fn identity(self, v: u32) -> u32 {
+        v & (self.tag_mask() | self.slot_mask())
+    }
+}
+
+/// Slot numbers by member hash. The caller keeps the members: lookups ask it
+/// whether a candidate slot holds the member, and removals and rebuilds ask
+/// it for a slot's hash.
+#[derive(Clone, Default)]
+pub(super) struct SlotTable {
+    buckets: Box<[u32]>,
+    live: usize,
+    layout: Layout,
+}
+
+impl SlotTable {
+    /// Slots stored. O(1).
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    fn mask(&self) -> usize {
+        self.buckets.len() - 1
+    }
+
+    fn home(&self, hash: u64) -> usize {
+        (hash as usize) & self.mask()
+    }
+
+    /// The slot whose member has `hash` and for which `is` says yes.
+    pub fn find(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let (layout, mask) = (self.layout, self.mask());
+        let tag = layout.tag(hash);
+        let mut i = self.home(hash);
+        loop {
+            let v = self.buckets[i];
+            if v == EMPTY {
+                return None;
+            }
+            if v & layout.tag_mask() == tag && is(layout.slot(v)) {
+                return Some(layout.slot(v));
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Stores `slot`, which must not be stored, for a member with `hash`.
+    /// `hash_of` gives any stored slot's hash, for a rebuild.
+    pub fn insert(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) {
+        self.make_room(1, slot, hash_of);
+        self.place(hash, slot);
+        self.live += 1;
+    }
+
+    /// Puts `slot` in the first empty bucket from its home.
+    fn place(&mut self, hash: u64, slot: u32) {
+        let (layout, mask, home) = (self.layout, self.mask(), self.home(hash));
+        let mut i = home;
+        while self.buckets[i] != EMPTY {
+            i = (i + 1) & mask;
+        }
+        let dist = i.wrapping_sub(home) & mask;
+        self.buckets[i] = layout.bucket(layout.tag(hash), dist, slot);
+    }
+
+    /// Removes `slot`, stored for a member with `hash`; false if absent.
+    /// The buckets after it that may move closer to their home move back
+    /// into the gap, up to the next empty bucket; `hash_of` gives the hash
+    /// of one whose distance is past the cap (rare).
+    pub fn remove(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) -> bool {
+        let layout = self.layout;
+        if self.buckets.is_empty() || !layout.fits(slot) {
+            return false;
+        }
+        let mask = self.mask();
+        let wanted = layout.tag(hash) | (slot + 1);
+        let mut hole = self.home(hash);
+        loop {
+            match self.buckets[hole] {
+                EMPTY => return false,
+                v if layout.identity(v) == wanted => break,
+                _ => hole = (hole + 1) & mask,
+            }
+        }
+        let mut j = (hole + 1) & mask;
+        loop {
+            let v = self.buckets[j];
+            if v == EMPTY {
+                break;
+            }
+            let stored = layout.dist(v);
+            let dist = if stored < layout.dist_cap() {
+                stored as usize
+            } else {
+                j.wrapping_sub(self.home(hash_of(layout.slot(v)))) & mask
+            };
+            // `v` may fill the hole unless its home lies after the hole
+            // (cyclically): it would no longer be found.
+            let gap = j.wrapping_sub(hole) & mask;
+            if dist >= gap {
+                let tag = v & layout.tag_mask();
+                self.buckets[hole] = layout.bucket(tag, dist - gap, layout.slot(v));
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.buckets[hole] = EMPTY;
+        self.live -= 1;
+        true
+    }
+
+    /// Makes room for `additional` more slots, none above the slab's length,
+    /// growing the table if needed.
+    pub fn reserve(&mut self, additional: usize, hash_of: impl Fn(u32) -> u64) {
+        self.make_room(additional, 0, hash_of);
+    }
+
+    fn make_room(&mut self, additional: usize, slot: u32, hash_of: impl Fn(u32) -> u64) {
+        let n = self.buckets.len();
+        let needed = self.live + additional;
+        if n > 0 && needed <= max_used(n) && self.layout.fits(slot) {
+            return;
+        }
+        let mut buckets = n.max(MIN_BUCKETS);
+        while needed > max_used(buckets) || !Layout::for_buckets(buckets).fits(slot) {
+            buckets *= 2;
+        }
+        self.rebuild(buckets, hash_of);
+    }
+
+    fn rebuild(&mut self, buckets: usize, hash_of: impl Fn(u32) -> u64) {
+        debug_assert!(buckets.is_power_of_two());
+        let old = std::mem::replace(&mut self.buckets, vec![EMPTY; buckets].into_boxed_slice());
+        let old_layout = std::mem::replace(&mut self.layout, Layout::for_buckets(buckets));
+        for v in old.iter().copied().filter(|&v| v != EMPTY) {
+            let slot = old_layout.slot(v);
+            self.place(hash_of(slot), slot);
+        }
+    }
+
+    /// Heap bytes held, as jemalloc rounds them.
+    pub fn heap_bytes(&self) -> usize {
+        if self.buckets.is_empty() {
+            0
+        } else {
+            super::member::allocation_size(self.buckets.len() * 4)
+        }
+    }
+
+    /// Panics if an invariant does not hold; `hash_of` gives each stored
+    /// slot's hash.
+    pub fn check_invariants(&self, hash_of: impl Fn(u32) -> u64) {
+        let live = self.buckets.iter().filter(|&&v| v != EMPTY).count();
+        assert_eq!(live, self.live, "live count");
+        if self.buckets.is_empty() {
+            return;
+        }
+        assert!(
+            self.live <= max_used(self.buckets.len()),
+            "load within bounds"
+        );
+        let (layout, mask) = (self.layout, self.mask());
+        for (i, &v) in self.buckets.iter().enumerate() {
+            if v == EMPTY {
+                continue;
+            }
+            let slot = layout.slot(v);
+            let hash = hash_of(slot);
+            let home = self.home(hash);
+            let dist = i.wrapping_sub(home) & mask;
+            assert_eq!(
+                v,
+                layout.bucket(layout.tag(hash), dist, slot),
+                "bucket fields"
+            );
+            let mut j = home;
+            while j != i {
+                assert_ne!(self.buckets[j], EMPTY, "no empty bucket before slot {slot}");
+                j = (j + 1) & mask;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// Hash functions from good to adversarial: collisions and long probe
+    /// runs must not change answers.
+    fn hash_with(kind: u8, slot: u32) -> u64 {
+        let mixed = u64::from(slot).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        match kind {
+            0 => mixed ^ (mixed >> 29),
+            1 => u64::from(slot % 5),
+            2 => (mixed & 0xFFFF_FFFF_0000_0000) | u64::from(slot % 3),
+            // Homes in the last buckets: probe runs wrap around the end.
+            3 => u64::MAX - u64::from(slot % 4),
+            _ => 7,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn behaves_like_a_set_of_slots(
+            kind in 0u8..5,
+            ops in proptest::collection::vec((0u8..4, 0u32..300), 1..600),
+        ) {
+            let hash = |s: u32| hash_with(kind, s);
+            let mut table = SlotTable::default();
+            let mut model = BTreeSet::new();
+            for (op, slot) in ops {
+                match op {
+                    0 | 1 => {
+                        if model.insert(slot) {
+                            table.insert(hash(slot), slot, hash);
+                        }
+                    }
+                    2 => prop_assert_eq!(table.remove(hash(slot), slot, hash), model.remove(&slot)),
+                    _ => {
+                        let extra = slot as usize % 50;
+                        table.reserve(extra, hash);
+                        let n = table.buckets.len();
+                        prop_assert!(table.live + extra <= max_used(n));
+                    }
+                }
+                prop_assert_eq!(table.len(), model.len());
+                let found = table.find(hash(slot), |s| s == slot);
+                prop_assert_eq!(found, model.contains(&slot).then_some(slot));
+            }
+            table.check_invariants(hash);
+            for s in 0..300 {
+                prop_assert_eq!(table.find(hash(s), |x| x == s).is_some(), model.contains(&s));
+            }
+        }
+    }
+
+    #[test]
+    fn churn_does_not_grow_the_table() {
+        let hash = |s: u32| hash_with(0, s);
+        let mut table = SlotTable::default();
+        for round in 0..50u32 {
+            for s in 0..1000 {
+                table.insert(hash(s + round), s + round, hash);
+            }
+            for s in 0..1000 {
+                assert!(table.remove(hash(s + round), s + round, hash));
+            }
+            table.check_invariants(hash);
+        }
+        assert_eq!(table.len(), 0);
+        assert!(
+            table.buckets.len() <= 2048,
+            "{} buckets",
+            table.buckets.len()
+        );
+    }
+
+    #[test]
+    fn a_million_slots_take_four_bytes_a_bucket() {
+        let hash = |s: u32| hash_with(0, s);
+        let mut table = SlotTable::default();
+        table.reserve(1_000_000, hash);
+        for s in 0..1_000_000 {
+            table.insert(hash(s), s, hash);
+        }
+        assert_eq!(table.buckets.len(), 1 << 21);
+        assert_eq!(table.heap_bytes(), 8 << 20);
+        assert_eq!(table.find(hash(123_456), |s| s == 123_456), Some(123_456));
+        assert_eq!(table.find(hash(2_000_000), |s| s == 2_000_000), None);
+    }
+}
