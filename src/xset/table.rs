@@ -112,20 +112,26 @@ impl Layout {
     }
 }
 
-/// Slot numbers by member hash. The caller keeps the members: lookups ask it
-/// whether a candidate slot holds the member, and removals and rebuilds ask
-/// it for a slot's hash.
+/// One array of buckets and how many slots it holds.
 #[derive(Clone, Default)]
-pub(super) struct SlotTable {
+struct Buckets {
     buckets: Box<[u32]>,
-    live: usize,
     layout: Layout,
+    live: usize,
 }
 
-impl SlotTable {
-    /// Slots stored. O(1).
-    pub fn len(&self) -> usize {
-        self.live
+impl Buckets {
+    fn with_len(n: usize) -> Buckets {
+        debug_assert!(n.is_power_of_two());
+        Buckets {
+            buckets: vec![EMPTY; n].into_boxed_slice(),
+            layout: Layout::for_buckets(n),
+            live: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.buckets.len()
     }
 
     fn mask(&self) -> usize {
@@ -136,9 +142,8 @@ impl SlotTable {
         (hash as usize) & self.mask()
     }
 
-    /// The slot whose member has `hash` and for which `is` says yes.
-    pub fn find(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
-        if self.buckets.is_empty() {
+    fn find(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
+        if self.live == 0 {
             return None;
         }
         let (layout, mask) = (self.layout, self.mask());
@@ -156,15 +161,8 @@ impl SlotTable {
         }
     }
 
-    /// Stores `slot`, which must not be stored, for a member with `hash`.
-    /// `hash_of` gives any stored slot's hash, for a rebuild.
-    pub fn insert(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) {
-        self.make_room(1, slot, hash_of);
-        self.place(hash, slot);
-        self.live += 1;
-    }
-
-    /// Puts `slot` in the first empty bucket from its home.
+    /// Puts `slot` in the first empty bucket from its home; there must be
+    /// room.
     fn place(&mut self, hash: u64, slot: u32) {
         let (layout, mask, home) = (self.layout, self.mask(), self.home(hash));
         let mut i = home;
@@ -173,15 +171,13 @@ impl SlotTable {
         }
         let dist = i.wrapping_sub(home) & mask;
         self.buckets[i] = layout.bucket(layout.tag(hash), dist, slot);
+        self.live += 1;
     }
 
-    /// Removes `slot`, stored for a member with `hash`; false if absent.
-    /// The buckets after it that may move closer to their home move back
-    /// into the gap, up to the next empty bucket; `hash_of` gives the hash
-    /// of one whose distance is past the cap (rare).
-    pub fn remove(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) -> bool {
+    /// Removes `slot` (see [`SlotTable::remove`]).
+    fn remove(&mut self, hash: u64, slot: u32, hash_of: &impl Fn(u32) -> u64) -> bool {
         let layout = self.layout;
-        if self.buckets.is_empty() || !layout.fits(slot) {
+        if self.live == 0 || !layout.fits(slot) {
             return false;
         }
         let mask = self.mask();
@@ -221,56 +217,12 @@ impl SlotTable {
         true
     }
 
-    /// Makes room for `additional` more slots, none above the slab's length,
-    /// growing the table if needed.
-    pub fn reserve(&mut self, additional: usize, hash_of: impl Fn(u32) -> u64) {
-        self.make_room(additional, 0, hash_of);
-    }
-
-    fn make_room(&mut self, additional: usize, slot: u32, hash_of: impl Fn(u32) -> u64) {
-        let n = self.buckets.len();
-        let needed = self.live + additional;
-        if n > 0 && needed <= max_used(n) && self.layout.fits(slot) {
-            return;
-        }
-        let mut buckets = n.max(MIN_BUCKETS);
-        while needed > max_used(buckets) || !Layout::for_buckets(buckets).fits(slot) {
-            buckets *= 2;
-        }
-        self.rebuild(buckets, hash_of);
-    }
-
-    fn rebuild(&mut self, buckets: usize, hash_of: impl Fn(u32) -> u64) {
-        debug_assert!(buckets.is_power_of_two());
-        let old = std::mem::replace(&mut self.buckets, vec![EMPTY; buckets].into_boxed_slice());
-        let old_layout = std::mem::replace(&mut self.layout, Layout::for_buckets(buckets));
-        for v in old.iter().copied().filter(|&v| v != EMPTY) {
-            let slot = old_layout.slot(v);
-            self.place(hash_of(slot), slot);
-        }
-    }
-
-    /// Heap bytes held, as jemalloc rounds them.
-    pub fn heap_bytes(&self) -> usize {
-        if self.buckets.is_empty() {
-            0
-        } else {
-            super::member::allocation_size(self.buckets.len() * 4)
-        }
-    }
-
-    /// Panics if an invariant does not hold; `hash_of` gives each stored
-    /// slot's hash.
-    pub fn check_invariants(&self, hash_of: impl Fn(u32) -> u64) {
+    fn check_invariants(&self, hash_of: &impl Fn(u32) -> u64) {
         let live = self.buckets.iter().filter(|&&v| v != EMPTY).count();
         assert_eq!(live, self.live, "live count");
         if self.buckets.is_empty() {
             return;
         }
-        assert!(
-            self.live <= max_used(self.buckets.len()),
-            "load within bounds"
-        );
         let (layout, mask) = (self.layout, self.mask());
         for (i, &v) in self.buckets.iter().enumerate() {
             if v == EMPTY {
@@ -289,6 +241,187 @@ impl SlotTable {
             while j != i {
                 assert_ne!(self.buckets[j], EMPTY, "no empty bucket before slot {slot}");
                 j = (j + 1) & mask;
+            }
+        }
+    }
+}
+
+/// A smaller array whose slots are moving to the current one, a few
+/// buckets per write, as Redis rehashes its dicts: growing a big table
+/// never stalls the server.
+#[derive(Clone)]
+struct Migration {
+    from: Buckets,
+    /// An empty bucket of `from`: clusters never wrap past it, so each
+    /// cluster moves whole and the ones left stay findable.
+    start: usize,
+    /// Buckets walked from `start + 1`; all of them are empty now.
+    walked: usize,
+}
+
+/// Buckets of the old array moved per insert or removal while growing.
+const MIGRATE_PER_WRITE: usize = 32;
+
+/// Slot numbers by member hash. The caller keeps the members: lookups ask it
+/// whether a candidate slot holds the member, and removals and growth ask
+/// it for a slot's hash.
+#[derive(Clone, Default)]
+pub(super) struct SlotTable {
+    cur: Buckets,
+    old: Option<Migration>,
+}
+
+impl SlotTable {
+    /// Slots stored. O(1).
+    pub fn len(&self) -> usize {
+        self.cur.live + self.old.as_ref().map_or(0, |m| m.from.live)
+    }
+
+    /// The slot whose member has `hash` and for which `is` says yes.
+    pub fn find(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
+        self.cur
+            .find(hash, &mut is)
+            .or_else(|| self.old.as_ref().and_then(|m| m.from.find(hash, &mut is)))
+    }
+
+    /// Stores `slot`, which must not be stored, for a member with `hash`.
+    /// `hash_of` gives any stored slot's hash, to move slots when growing.
+    pub fn insert(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) {
+        self.make_room(1, slot, &hash_of);
+        self.migrate(MIGRATE_PER_WRITE, &hash_of);
+        self.cur.place(hash, slot);
+    }
+
+    /// Removes `slot`, stored for a member with `hash`; false if absent.
+    /// The buckets after it that may move closer to their home move back
+    /// into the gap, up to the next empty bucket (no tombstones, so churn
+    /// never forces a rebuild); `hash_of` gives the hash of one whose
+    /// distance is past the cap (rare), and of slots moved while growing.
+    pub fn remove(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) -> bool {
+        let removed = self.cur.remove(hash, slot, &hash_of)
+            || self
+                .old
+                .as_mut()
+                .is_some_and(|m| m.from.remove(hash, slot, &hash_of));
+        self.migrate(MIGRATE_PER_WRITE, &hash_of);
+        removed
+    }
+
+    /// Makes room for `additional` more slots, none above the slab's length,
+    /// growing the table at once if needed (for bulk loads).
+    pub fn reserve(&mut self, additional: usize, hash_of: impl Fn(u32) -> u64) {
+        if !self.has_room(additional, 0) {
+            self.migrate(usize::MAX, &hash_of);
+            self.grow(additional, 0);
+            self.migrate(usize::MAX, &hash_of);
+        }
+    }
+
+    fn has_room(&self, additional: usize, slot: u32) -> bool {
+        let n = self.cur.len();
+        n > 0 && self.len() + additional <= max_used(n) && self.cur.layout.fits(slot)
+    }
+
+    fn make_room(&mut self, additional: usize, slot: u32, hash_of: &impl Fn(u32) -> u64) {
+        if self.has_room(additional, slot) {
+            return;
+        }
+        // A growth still under way finishes first (it cannot, in practice:
+        // it ends long before the new array fills).
+        self.migrate(usize::MAX, hash_of);
+        self.grow(additional, slot);
+    }
+
+    /// Starts moving every slot to a bigger array.
+    fn grow(&mut self, additional: usize, slot: u32) {
+        debug_assert!(self.old.is_none());
+        let needed = self.len() + additional;
+        let mut n = self.cur.len().max(MIN_BUCKETS);
+        while needed > max_used(n) || !Layout::for_buckets(n).fits(slot) {
+            n *= 2;
+        }
+        let from = std::mem::replace(&mut self.cur, Buckets::with_len(n));
+        if from.live > 0 {
+            let start = from.buckets.iter().position(|&v| v == EMPTY).unwrap_or(0);
+            self.old = Some(Migration {
+                from,
+                start,
+                walked: 0,
+            });
+        }
+    }
+
+    /// Moves the clusters of the old array met within `budget` buckets (a
+    /// cluster always whole), and drops the array once it is empty.
+    fn migrate(&mut self, budget: usize, hash_of: &impl Fn(u32) -> u64) {
+        let Some(m) = self.old.as_mut() else {
+            return;
+        };
+        let (n, mask) = (m.from.len(), m.from.mask());
+        let mut spent = 0;
+        while spent < budget && m.walked + 1 < n && m.from.live > 0 {
+            let i = (m.start + 1 + m.walked) & mask;
+            let v = m.from.buckets[i];
+            m.walked += 1;
+            spent += 1;
+            if v == EMPTY {
+                continue;
+            }
+            // The whole cluster from here to the next empty bucket.
+            let mut j = i;
+            loop {
+                let v = m.from.buckets[j];
+                if v == EMPTY {
+                    break;
+                }
+                let slot = m.from.layout.slot(v);
+                self.cur.place(hash_of(slot), slot);
+                m.from.buckets[j] = EMPTY;
+                m.from.live -= 1;
+                j = (j + 1) & mask;
+            }
+            let cluster = j.wrapping_sub(i) & mask;
+            m.walked += cluster - 1;
+            spent += cluster - 1;
+        }
+        if m.from.live == 0 {
+            self.old = None;
+        }
+    }
+
+    /// Heap bytes held, as jemalloc rounds them.
+    pub fn heap_bytes(&self) -> usize {
+        let size = |b: &Buckets| {
+            if b.buckets.is_empty() {
+                0
+            } else {
+                super::member::allocation_size(b.len() * 4)
+            }
+        };
+        size(&self.cur) + self.old.as_ref().map_or(0, |m| size(&m.from))
+    }
+
+    /// Panics if an invariant does not hold; `hash_of` gives each stored
+    /// slot's hash.
+    pub fn check_invariants(&self, hash_of: impl Fn(u32) -> u64) {
+        self.cur.check_invariants(&hash_of);
+        if !self.cur.buckets.is_empty() {
+            assert!(self.len() <= max_used(self.cur.len()), "load within bounds");
+        }
+        if let Some(m) = &self.old {
+            m.from.check_invariants(&hash_of);
+            assert!(m.from.live > 0, "a finished migration is dropped");
+            assert_eq!(
+                m.from.buckets[m.start], EMPTY,
+                "migration starts after an empty bucket"
+            );
+            let mask = m.from.mask();
+            for k in 1..=m.walked {
+                assert_eq!(
+                    m.from.buckets[(m.start + k) & mask],
+                    EMPTY,
+                    "walked buckets moved"
+                );
             }
         }
     }
@@ -336,11 +469,11 @@ mod tests {
                     _ => {
                         let extra = slot as usize % 50;
                         table.reserve(extra, hash);
-                        let n = table.buckets.len();
-                        prop_assert!(table.live + extra <= max_used(n));
+                        prop_assert!(table.len() + extra <= max_used(table.cur.len()));
                     }
                 }
                 prop_assert_eq!(table.len(), model.len());
+                table.check_invariants(hash);
                 let found = table.find(hash(slot), |s| s == slot);
                 prop_assert_eq!(found, model.contains(&slot).then_some(slot));
             }
@@ -365,11 +498,43 @@ mod tests {
             table.check_invariants(hash);
         }
         assert_eq!(table.len(), 0);
+        assert!(table.cur.len() <= 2048, "{} buckets", table.cur.len());
+    }
+
+    #[test]
+    fn growth_moves_slots_a_few_at_a_time() {
+        let hash = |s: u32| hash_with(0, s);
+        let mut table = SlotTable::default();
+        let (mut growths, mut steps_while_growing) = (0, 0);
+        for s in 0..200_000u32 {
+            let growing = table.old.is_some();
+            table.insert(hash(s), s, hash);
+            if !growing && table.old.is_some() {
+                growths += 1;
+            }
+            if table.old.is_some() {
+                steps_while_growing += 1;
+                // Everything stays findable mid-growth, old and new alike.
+                for probe in [0, s / 2, s] {
+                    assert_eq!(table.find(hash(probe), |x| x == probe), Some(probe));
+                }
+            }
+            if s % 20_000 == 0 {
+                table.check_invariants(hash);
+            }
+            if s % 3 == 0 {
+                // Removals and re-inserts mid-growth, in either array.
+                assert!(table.remove(hash(s / 3), s / 3, hash));
+                table.insert(hash(s / 3), s / 3, hash);
+            }
+        }
+        table.check_invariants(hash);
+        assert!(growths >= 10, "{growths} incremental growths");
         assert!(
-            table.buckets.len() <= 2048,
-            "{} buckets",
-            table.buckets.len()
+            steps_while_growing > 1000,
+            "growth spread over {steps_while_growing} inserts"
         );
+        assert_eq!(table.len(), 200_000);
     }
 
     #[test]
@@ -380,7 +545,7 @@ mod tests {
         for s in 0..1_000_000 {
             table.insert(hash(s), s, hash);
         }
-        assert_eq!(table.buckets.len(), 1 << 21);
+        assert_eq!(table.cur.len(), 1 << 21);
         assert_eq!(table.heap_bytes(), 8 << 20);
         assert_eq!(table.find(hash(123_456), |s| s == 123_456), Some(123_456));
         assert_eq!(table.find(hash(2_000_000), |s| s == 2_000_000), None);
