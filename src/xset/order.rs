@@ -43,12 +43,14 @@ fn packed((deadline, slot): Key) -> u128 {
 
 /// How many of the `n` strictly increasing keys `at(0)..at(n - 1)` are below
 /// `t`. The position is guessed by interpolating between the end keys, the
-/// guess is widened by galloping until it brackets the answer, and the
-/// bracket is bisected. Deadlines arrive at a steady rate, so pairs are
-/// spread evenly and this probes a couple of neighbouring keys where a
-/// binary search would touch seven cache lines of a leaf; on any spread it
-/// costs at most about twice a binary search.
+/// guess is widened by galloping (a few steps) until it brackets the answer,
+/// and the bracket is bisected. Deadlines arrive at a steady rate, so keys
+/// are spread evenly and this probes a few neighbouring keys; on a skewed
+/// spread (say, members without a deadline after expiring ones) the gallop
+/// gives up early and it costs a binary search plus a few probes.
 fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
+    /// Gallop steps (1, 2, 4, 8, 16 keys away) before bisecting the rest.
+    const GALLOP: u32 = 5;
     if n == 0 || t <= at(0) {
         return 0;
     }
@@ -61,27 +63,31 @@ fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
     let guess = ((fraction * (n - 1) as f64) as usize).clamp(1, n - 1);
     // The bracket keeps at(lo) < t <= at(hi).
     let (mut lo, mut hi);
-    let mut step = 1;
     if at(guess) < t {
         (lo, hi) = (guess, n - 1);
-        while lo + step < hi {
-            if at(lo + step) < t {
-                lo += step;
-                step *= 2;
+        for k in 0..GALLOP {
+            let j = lo + (1 << k);
+            if j >= hi {
+                break;
+            }
+            if at(j) < t {
+                lo = j;
             } else {
-                hi = lo + step;
+                hi = j;
                 break;
             }
         }
     } else {
         (lo, hi) = (0, guess);
-        while hi - lo > step {
-            if at(hi - step) < t {
-                lo = hi - step;
+        for k in 0..GALLOP {
+            let Some(j) = hi.checked_sub(1 << k).filter(|&j| j > lo) else {
+                break;
+            };
+            if at(j) < t {
+                lo = j;
                 break;
             }
-            hi -= step;
-            step *= 2;
+            hi = j;
         }
     }
     while hi - lo > 1 {

@@ -248,7 +248,10 @@ impl Buckets {
 
 /// A smaller array whose slots are moving to the current one, a few
 /// buckets per write, as Redis rehashes its dicts: growing a big table
-/// never stalls the server.
+/// never stalls the server. Lookups are `&self` and do not move anything,
+/// so a set that grows and then is only read keeps both arrays (and probes
+/// both on a miss) until its next writes; the active expiry's removals count
+/// as writes.
 #[derive(Clone)]
 struct Migration {
     from: Buckets,
