@@ -23,8 +23,8 @@ use redis_module::{Context, RedisResult, RedisString, Status, redis_module};
 /// benchmarks run without a server and use the system allocator.
 #[cfg(not(any(test, feature = "system-alloc")))]
 mod allocator {
-    pub type Chosen = redis_module::alloc::RedisAlloc;
-    pub const CHOSEN: Chosen = redis_module::alloc::RedisAlloc;
+    pub type Chosen = crate::ffi::ServerAlloc;
+    pub const CHOSEN: Chosen = crate::ffi::ServerAlloc;
 }
 #[cfg(any(test, feature = "system-alloc"))]
 mod allocator {

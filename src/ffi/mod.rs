@@ -8,7 +8,9 @@
 
 pub mod type_methods;
 
+use redis_module::alloc::RedisAlloc;
 use redis_module::{Context, RedisResult, RedisString, raw};
+use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::{CStr, CString, c_int};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -257,6 +259,51 @@ pub fn set_command_info(ctx: &Context, doc: &CommandDoc) -> Result<(), String> {
     Ok(())
 }
 
+/// The global allocator outside tests: Rust's allocations go to Redis's
+/// allocator, so `INFO memory`, `MEMORY USAGE` and `maxmemory` see them. It
+/// is the crate's `RedisAlloc`, plus zeroed allocation and resizing through
+/// `RedisModule_Calloc` and `RedisModule_Realloc`, which `RedisAlloc` leaves
+/// to the defaults: a big zeroed array (a growing hash table) then gets
+/// fresh zero pages instead of a memset, and a growing vector may grow in
+/// place.
+pub struct ServerAlloc;
+
+/// `layout`'s size rounded up to its alignment: jemalloc aligns every size
+/// class to the largest power of two dividing it (up to a page), which is
+/// how `RedisAlloc` gets aligned blocks from a plain allocation.
+fn padded(size: usize, align: usize) -> usize {
+    (size + align - 1) & !(align - 1)
+}
+
+// SAFETY: every block comes from, and goes back to, Redis's allocator, with
+// the size rounding `RedisAlloc` uses for alignment; calls whose API pointer
+// is missing fall back to `RedisAlloc`'s own.
+unsafe impl GlobalAlloc for ServerAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        unsafe { RedisAlloc.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { RedisAlloc.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let calloc = unsafe { raw::RedisModule_Calloc };
+        match calloc {
+            Some(f) => unsafe { f(1, padded(layout.size(), layout.align())) }.cast(),
+            None => unsafe { RedisAlloc.alloc_zeroed(layout) },
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let realloc = unsafe { raw::RedisModule_Realloc };
+        match realloc {
+            Some(f) => unsafe { f(ptr.cast(), padded(new_size, layout.align())) }.cast(),
+            None => unsafe { RedisAlloc.realloc(ptr, layout, new_size) },
+        }
+    }
+}
+
 /// A command as xset implements it. Redis calls [`command_callback`] for
 /// it, which hands [`Command::run`] the arguments and sends its reply.
 pub trait Command {
@@ -288,7 +335,10 @@ extern "C" fn command_callback<C: Command>(
 }
 
 /// Runs `f` on `RedisString` views of `ptrs` that are never released:
-/// Redis owns the strings. Up to eight views live on the stack.
+/// Redis owns the strings. Up to eight views live on the stack. This relies
+/// on `RedisString::from_redis_module_string` not retaining the string (as
+/// in redis-module 2.0.8, pinned by Cargo.lock), so that not dropping the
+/// views leaves every reference count as Redis set it.
 fn with_borrowed_args<R>(
     ctx: *mut raw::RedisModuleCtx,
     ptrs: &[*mut raw::RedisModuleString],
