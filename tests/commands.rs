@@ -1,11 +1,12 @@
 //! Command behaviour against a real redis-server: the card's use cases,
 //! expiry at the millisecond edge, frozen time, odd member bytes, key-level
-//! operations, a 100k-member set and the panic guard.
+//! operations, a 100k-member set, a big set churning while it grows and the
+//! panic guard.
 
 mod common;
 
 use common::*;
-use redis::Value;
+use redis::{Connection, Value};
 use std::thread::sleep;
 use std::time::Duration;
 
@@ -584,6 +585,61 @@ fn a_hundred_thousand_members() {
     assert!(usage > 100_000 * 16, "MEMORY USAGE counts members: {usage}");
     assert_eq!(q::<String>(&mut c, c!["DEBUG", "RELOAD"]), "OK");
     assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "big"]), 100_000);
+}
+
+/// One `XSET.MHAS` over `members`.
+fn mhas(c: &mut Connection, key: &str, members: &[Vec<u8>]) -> Vec<i64> {
+    let mut args: Vec<&[u8]> = vec![b"XSET.MHAS", key.as_bytes()];
+    args.extend(members.iter().map(Vec::as_slice));
+    q(c, &args)
+}
+
+#[test]
+fn a_big_set_churning_while_its_table_grows_loses_nothing() {
+    // Adds one member per command (so the hash table grows, and moves its
+    // old buckets, in small steps between commands), removes every third
+    // member and re-adds half of those, then checks every member's presence
+    // before and after a reload.
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let n = 60_000;
+    let name = |i: usize| format!("m{i:07}").into_bytes();
+    for start in (0..n).step_by(500) {
+        let mut pipe = redis::pipe();
+        for i in start..start + 500 {
+            pipe.cmd("XSET.ADD").arg("churn").arg(name(i)).arg(3600);
+        }
+        pipe.query::<()>(&mut c).expect("adds");
+        // A sample spread over everything added so far, often in the middle
+        // of a growth: members not yet moved must be found too.
+        let added = start + 500;
+        let sample: Vec<Vec<u8>> = (0..added).step_by(added / 2000 + 1).map(name).collect();
+        assert!(
+            mhas(&mut c, "churn", &sample).iter().all(|&h| h == 1),
+            "after {added}"
+        );
+    }
+    let mut pipe = redis::pipe();
+    for i in (0..n).filter(|i| i % 3 == 0) {
+        pipe.cmd("XSET.REM").arg("churn").arg(name(i));
+        if i % 2 == 0 {
+            pipe.cmd("XSET.ADD").arg("churn").arg(name(i)).arg(7200);
+        }
+    }
+    pipe.query::<()>(&mut c).expect("removals and re-adds");
+    let present = |i: usize| !i.is_multiple_of(3) || i.is_multiple_of(2);
+    let expected = (0..n).filter(|&i| present(i)).count() as i64;
+    for round in 0..2 {
+        assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "churn"]), expected);
+        for chunk in (0..n).collect::<Vec<_>>().chunks(5000) {
+            let names: Vec<Vec<u8>> = chunk.iter().map(|&i| name(i)).collect();
+            let want: Vec<i64> = chunk.iter().map(|&i| i64::from(present(i))).collect();
+            assert_eq!(mhas(&mut c, "churn", &names), want, "round {round}");
+        }
+        if round == 0 {
+            assert_eq!(q::<String>(&mut c, c!["DEBUG", "RELOAD"]), "OK");
+        }
+    }
 }
 
 #[test]
