@@ -81,9 +81,14 @@ impl Large {
         })
     }
 
-    /// The hash of the member at `slot`, which must be occupied.
-    fn hash_of(slots: &Chunked<Option<Entry>>, hasher: &DefaultHashBuilder, slot: u32) -> u64 {
-        match &slots[slot as usize] {
+    /// The hash of the member at a slot, which must be occupied: what the
+    /// table asks for when it moves slots. Takes the two fields, not `self`,
+    /// so the table can be borrowed mutably beside it.
+    fn slot_hashes<'a>(
+        slots: &'a Chunked<Option<Entry>>,
+        hasher: &'a DefaultHashBuilder,
+    ) -> impl Fn(u32) -> u64 + 'a {
+        move |slot| match &slots[slot as usize] {
             Some(e) => hasher.hash_one(e.member()),
             None => unreachable!("slot {slot} indexed but vacant"),
         }
@@ -106,9 +111,8 @@ impl Large {
 
     /// Makes room for `additional` more members in the hash table.
     pub fn reserve(&mut self, additional: usize) {
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        self.table
-            .reserve(additional, |s| Large::hash_of(slots, hasher, s));
+        let hashes = Large::slot_hashes(&self.slots, &self.hasher);
+        self.table.reserve(additional, hashes);
     }
 
     /// Bookkeeping after `slot` was vacated and dropped from the deadline index:
@@ -119,11 +123,8 @@ impl Large {
             self.far.remove(&slot);
         }
         let hash = self.hasher.hash_one(entry.member());
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        if !self
-            .table
-            .remove(hash, slot, |s| Large::hash_of(slots, hasher, s))
-        {
+        let hashes = Large::slot_hashes(&self.slots, &self.hasher);
+        if !self.table.remove(hash, slot, hashes) {
             unreachable!("slot {slot} missing from the table");
         }
         self.len -= 1;
@@ -200,9 +201,8 @@ impl Store for Large {
         let entry = Entry::new(member, self.code_for(slot, deadline_ms));
         self.member_heap_bytes += entry.heap_bytes();
         self.slots[slot as usize] = Some(entry);
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        self.table
-            .insert(hash, slot, |s| Large::hash_of(slots, hasher, s));
+        let hashes = Large::slot_hashes(&self.slots, &self.hasher);
+        self.table.insert(hash, slot, hashes);
         self.by_deadline.insert((deadline_ms, slot));
         self.len += 1;
     }
@@ -325,7 +325,7 @@ impl Store for Large {
         assert_eq!(heap, self.member_heap_bytes, "member heap bytes");
         self.by_deadline.check_invariants();
         self.table
-            .check_invariants(|s| Large::hash_of(&self.slots, &self.hasher, s));
+            .check_invariants(Large::slot_hashes(&self.slots, &self.hasher));
         let coded_far = occupied
             .iter()
             .filter(|&&s| self.entry(s).code() == DeadlineCode::FAR)

@@ -90,15 +90,21 @@ fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
             hi = j;
         }
     }
-    while hi - lo > 1 {
+    partition(lo + 1, hi, |i| at(i) < t)
+}
+
+/// The first index in `lo..hi` where `below` is false (`hi` if none), for a
+/// `below` that is true then false across the range: a binary search.
+fn partition(mut lo: usize, mut hi: usize, below: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if at(mid) < t {
-            lo = mid;
+        if below(mid) {
+            lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    hi
+    lo
 }
 
 /// The pairs of one leaf: 12 bytes each (deadline high and low halves,
@@ -173,16 +179,7 @@ impl Leaf {
         }
         std::hint::black_box(touched);
         let t = packed(key);
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.packed(mid) < t {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        partition(0, n, |i| self.packed(i) < t)
     }
 
     fn record((deadline, slot): Key) -> [u32; 3] {
