@@ -10,7 +10,6 @@ pub const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are n
 pub const MEMBERS_COUNT_POSITIVE: &str = "ERR MEMBERS count must be a positive integer";
 pub const MEMBERS_COUNT_MISMATCH: &str =
     "ERR the MEMBERS count must match the number of members that follow";
-pub const PAIRS_MISSING: &str = "ERR every member must be followed by its ttl";
 pub const MAXLEN_POSITIVE: &str = "ERR MAXLEN must be a positive integer";
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
 pub const INTERNAL: &str = "ERR internal error in xset (the command changed nothing it could \

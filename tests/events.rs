@@ -40,7 +40,10 @@ fn each_write_emits_its_event_and_no_ops_emit_nothing() {
     ps.set_read_timeout(Some(Duration::from_millis(200)))
         .expect("timeout");
     q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100", "b", "100"]);
-    q::<i64>(&mut c, c!["XSET.ADD", "k", "NX", "MEMBERS", "1", "a", "5"]);
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", "k", "NX", "MEMBERS", "1", "a", "5"],
+    );
     q::<i64>(&mut c, c!["XSET.REM", "k", "nothere"]);
     q::<Vec<i64>>(&mut c, c!["XSET.EXPIRE", "k", "500", "MEMBERS", "1", "a"]);
     q::<Vec<i64>>(&mut c, c!["XSET.PERSIST", "k", "MEMBERS", "1", "a"]);
@@ -73,7 +76,7 @@ fn active_expiry_emits_one_event_per_key_per_batch() {
     ps.psubscribe("__keyspace@0__:*").expect("psubscribe");
     ps.set_read_timeout(Some(Duration::from_millis(300)))
         .expect("timeout");
-    let mut args: Vec<String> = ["XSET.ADD", "big", "PX", "MEMBERS", "100"]
+    let mut args: Vec<String> = ["XSET.ADDEX", "big", "PX", "MEMBERS", "100"]
         .map(String::from)
         .to_vec();
     for i in 0..100 {
@@ -98,7 +101,7 @@ fn opt_in_channel_names_each_expired_member() {
     q::<i64>(
         &mut c,
         &[
-            b"XSET.ADD",
+            b"XSET.ADDEX",
             b"otp",
             b"PX",
             b"MEMBERS",
@@ -126,7 +129,7 @@ fn opt_in_channel_names_each_expired_member() {
     );
     q::<i64>(
         &mut c,
-        c!["XSET.ADD", "otp", "PX", "MEMBERS", "1", "quiet", "30"],
+        c!["XSET.ADDEX", "otp", "PX", "MEMBERS", "1", "quiet", "30"],
     );
     assert!(drain(&mut ps).is_empty());
 }

@@ -66,12 +66,12 @@ fn wait_past(c: &mut Connection, at_ms: u64, margin_ms: u64) {
     }
 }
 
-/// `XSET.ADD key PXAT MEMBERS n member deadline ...`; returns the reply.
+/// `XSET.ADDEX key PXAT MEMBERS n member deadline ...`; returns the reply.
 fn add_at<M: AsRef<[u8]>>(c: &mut Connection, key: &str, members: &[(M, u64)]) -> i64 {
     let count = members.len().to_string();
     let deadlines: Vec<String> = members.iter().map(|(_, d)| d.to_string()).collect();
     let mut args: Vec<&[u8]> = vec![
-        b"XSET.ADD",
+        b"XSET.ADDEX",
         key.as_bytes(),
         b"PXAT",
         b"MEMBERS",

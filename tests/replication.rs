@@ -118,7 +118,7 @@ fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
     let after = server_ms(&mut c);
     assert_eq!(
         &add[..5],
-        &["XSET.ADD", "k", "PXAT", "MEMBERS", "1"].map(String::from)
+        &["XSET.ADDEX", "k", "PXAT", "MEMBERS", "1"].map(String::from)
     );
     assert_eq!(add[5], "a");
     let at: u64 = add[6].parse().expect("absolute deadline");
@@ -127,7 +127,10 @@ fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
         "{at} vs {before}..{after}"
     );
     // No-ops propagate nothing.
-    q::<i64>(&mut c, c!["XSET.ADD", "k", "NX", "MEMBERS", "1", "a", "5"]);
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", "k", "NX", "MEMBERS", "1", "a", "5"],
+    );
     q::<i64>(&mut c, c!["XSET.REM", "k", "nothere"]);
     q::<Vec<i64>>(
         &mut c,
@@ -155,7 +158,7 @@ fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
     q::<i64>(
         &mut c,
         c![
-            "XSET.ADD",
+            "XSET.ADDEX",
             "k",
             "PXAT",
             "MEMBERS",
@@ -170,7 +173,7 @@ fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
     assert_eq!(
         &add[..7],
         &[
-            "XSET.ADD",
+            "XSET.ADDEX",
             "k",
             "PXAT",
             "MEMBERS",
@@ -191,7 +194,17 @@ fn lazy_expiry_propagates_explicit_removals() {
     q::<i64>(
         &mut c,
         c![
-            "XSET.ADD", "k", "PX", "MEMBERS", "3", "a", "30", "b", "30", "keep", "60000"
+            "XSET.ADDEX",
+            "k",
+            "PX",
+            "MEMBERS",
+            "3",
+            "a",
+            "30",
+            "b",
+            "30",
+            "keep",
+            "60000"
         ],
     );
     r.next();
@@ -203,7 +216,10 @@ fn lazy_expiry_propagates_explicit_removals() {
     assert_eq!(rem, ["XSET.REM", "k", "a", "b"].map(String::from));
     marker(&mut c, &mut r, 1);
     // A write meeting an expired member reclaims it first, then writes.
-    q::<i64>(&mut c, c!["XSET.ADD", "k", "PX", "MEMBERS", "1", "x", "30"]);
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", "k", "PX", "MEMBERS", "1", "x", "30"],
+    );
     r.next();
     sleep(Duration::from_millis(60));
     q::<i64>(&mut c, c!["XSET.ADD", "k", "x", "100"]);
@@ -211,7 +227,7 @@ fn lazy_expiry_propagates_explicit_removals() {
     let add = r.next();
     assert_eq!(
         &add[..6],
-        &["XSET.ADD", "k", "PXAT", "MEMBERS", "1", "x"].map(String::from)
+        &["XSET.ADDEX", "k", "PXAT", "MEMBERS", "1", "x"].map(String::from)
     );
     r.expect(&[&["EXEC"]]);
     // The last member expiring deletes the key on the replica too.
@@ -233,7 +249,10 @@ fn active_expiry_propagates_removals() {
     let s = primary();
     let mut c = s.conn();
     let mut r = ReplStream::connect(s.port);
-    q::<i64>(&mut c, c!["XSET.ADD", "k", "PX", "MEMBERS", "1", "a", "30"]);
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", "k", "PX", "MEMBERS", "1", "a", "30"],
+    );
     r.next();
     q::<String>(&mut c, c!["CONFIG", "SET", "xset.active-expire", "yes"]);
     r.expect(&[&["XSET.REM", "k", "a"]]);
@@ -275,7 +294,7 @@ fn replica_converges_after_churn_and_expiry_and_hides_expired_members() {
         q::<i64>(
             &mut pc,
             c![
-                "XSET.ADD",
+                "XSET.ADDEX",
                 k.as_str(),
                 "GT",
                 "PX",
@@ -288,7 +307,7 @@ fn replica_converges_after_churn_and_expiry_and_hides_expired_members() {
         q::<i64>(
             &mut pc,
             c![
-                "XSET.ADD",
+                "XSET.ADDEX",
                 k.as_str(),
                 "PX",
                 "MEMBERS",
@@ -309,7 +328,7 @@ fn replica_converges_after_churn_and_expiry_and_hides_expired_members() {
         q::<i64>(
             &mut pc,
             c![
-                "XSET.ADD",
+                "XSET.ADDEX",
                 k.as_str(),
                 "MAXLEN",
                 "6",
@@ -367,7 +386,15 @@ fn a_write_pause_never_crashes_and_reclaims_after() {
     q::<i64>(
         &mut c,
         c![
-            "XSET.ADD", "k", "PX", "MEMBERS", "2", "a", "50", "keep", "60000"
+            "XSET.ADDEX",
+            "k",
+            "PX",
+            "MEMBERS",
+            "2",
+            "a",
+            "50",
+            "keep",
+            "60000"
         ],
     );
     r.next();

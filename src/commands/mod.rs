@@ -1,246 +1,535 @@
-//! The command layer: each command parses its arguments, runs the core, then
-//! propagates, notifies and replies. This file holds what they share: the
-//! panic guard, key access with lazy reclaim, propagation and events.
+//! The command layer: [`TABLE`], the one list of xset's commands, from which
+//! `lib.rs` registers each command with its flags, arity, key specs,
+//! `COMMAND DOCS` (summary, complexity, since, the full argument tree that
+//! redis-cli shows as hints) and ACL categories; and one file per command
+//! family, each parsing its arguments, running the core through `keyspace`
+//! and building the reply.
 //!
 //! Rules every command keeps:
 //! - everything is parsed and validated before a key is opened, so a
 //!   rejected command changes nothing;
-//! - on a primary, touching a key first reclaims its due members and
-//!   propagates that as `XSET.REM`; replicas and loaders never delete on
-//!   their own clock (they run writes with `now_ms = 0`, so nothing is due)
-//!   and hide expired members on reads;
-//! - writes are propagated in absolute form (`PXAT`), never as typed;
-//! - a set that becomes empty is deleted, with a `del` event.
+//! - the grammar is decided by the argument count or by a counted
+//!   `MEMBERS n` block, never by what a member spells: any bytes are a
+//!   member, and a misspelt option is an error, never data.
 
 pub mod add;
 pub mod parse;
 pub mod read;
+pub mod reply;
 pub mod write;
 
-use crate::errors;
-use crate::expiry;
-use crate::ffi::type_methods::XSET_TYPE;
-use crate::ffi::{self, Clock, clock};
-use crate::stats;
-use crate::xset::{Limits, Member, XSet};
-use lazy_static::lazy_static;
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
-use std::ffi::CStr;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-
-lazy_static! {
-    /// `xset.notify-expired-members`: publish the members that expire.
-    pub static ref NOTIFY_EXPIRED_MEMBERS: AtomicBool = AtomicBool::new(false);
-    /// `xset.small-max-members`: the most members a set keeps in the small
-    /// encoding.
-    pub static ref SMALL_MAX_MEMBERS: AtomicI64 = AtomicI64::new(128);
-    /// `xset.small-max-member-bytes`: the longest member a small set holds.
-    pub static ref SMALL_MAX_MEMBER_BYTES: AtomicI64 = AtomicI64::new(64);
-}
-
-/// The encoding limits new sets get, from the module configuration.
-pub fn limits() -> Limits {
-    let members = SMALL_MAX_MEMBERS
-        .load(Ordering::Relaxed)
-        .clamp(0, i64::from(u16::MAX));
-    let bytes = SMALL_MAX_MEMBER_BYTES.load(Ordering::Relaxed).clamp(0, 255);
-    Limits {
-        max_small_members: members as u16,
-        max_small_member_bytes: bytes as u8,
-    }
-}
-
-/// At most this many due members are reclaimed when a command touches a
-/// key; any rest stays hidden from replies and is left to later touches, so
-/// one command never stalls the server on a huge backlog.
-pub const LAZY_RECLAIM_LIMIT: usize = 1024;
+use crate::clock::Clock;
+use crate::ffi::command::{Arg, CommandInfo, KeyAccess, KeySpec};
+use redis_module::{Context, RedisResult, RedisString};
 
 /// A command body: the context, all arguments (name first), the clock.
 pub type Body = fn(&Context, &[RedisString], Clock) -> RedisResult;
 
-/// Runs `body`, turning a panic into an `ERR` reply so that it never crosses
-/// into Redis.
-pub fn guard(ctx: &Context, args: &[RedisString], body: Body) -> RedisResult {
-    let clock = clock(ctx);
-    catch_unwind(AssertUnwindSafe(|| body(ctx, args, clock))).unwrap_or_else(|_| {
-        ctx.log_warning("xset: a bug was caught in a command; the server keeps running");
-        // A body that panicked after emptying its set skipped the deletion:
-        // an empty set must not stay, or the next RDB would not load.
-        if let Some(key) = args.get(1) {
-            let _ = catch_unwind(AssertUnwindSafe(|| delete_if_empty(ctx, key)));
-        }
-        Err(RedisError::Str(errors::INTERNAL))
-    })
+/// One command: everything the server and its users learn about it.
+pub struct CommandSpec {
+    /// Lower case, `xset.<verb>`.
+    pub name: &'static str,
+    /// What runs it.
+    pub run: Body,
+    /// The server's command flags (`write deny-oom fast`, ...).
+    pub flags: &'static str,
+    /// ACL categories without `@` (`read fast`), on servers that have them
+    /// for module commands; `lib.rs` adds the module's own `xset`.
+    pub acl: &'static str,
+    /// Redis's arity: exact count (name included), or minus the least.
+    pub arity: i32,
+    /// Where its keys are.
+    pub keys: &'static [KeySpec],
+    /// One line, for `COMMAND DOCS` and the README.
+    pub summary: &'static str,
+    /// Time complexity, for `COMMAND DOCS` and the README.
+    pub complexity: &'static str,
+    /// The module version that added it.
+    pub since: &'static str,
+    /// Its arguments after the name.
+    pub args: &'static [Arg],
 }
 
-fn delete_if_empty(ctx: &Context, key: &RedisString) {
-    let handle = ctx.open_key_writable(key);
-    if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE)
-        && set.is_empty()
-        && handle.delete().is_ok()
-    {
-        ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
-    }
-}
-
-/// Fails with Redis's arity error unless `args.len()` is at least `min`.
-/// Redis checks the registered arity first; this covers the shapes it cannot
-/// express.
-pub fn check_arity(args: &[RedisString], min: usize, name: &str) -> Result<(), RedisError> {
-    if args.len() < min {
-        return Err(errors::arity(name));
-    }
-    Ok(())
-}
-
-/// Replicates `cmd key parts...` to replicas and the AOF.
-pub fn propagate(ctx: &Context, cmd: &str, key: &RedisString, parts: &[&[u8]]) {
-    let mut argv: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
-    argv.push(key.as_slice());
-    argv.extend_from_slice(parts);
-    ctx.replicate(cmd, argv.as_slice());
-}
-
-/// Replicates the removal of `members` as one `XSET.REM`.
-pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &RedisString, members: &[M]) {
-    if members.is_empty() {
-        return;
-    }
-    let parts: Vec<&[u8]> = members.iter().map(AsRef::as_ref).collect();
-    propagate(ctx, "XSET.REM", key, &parts);
-}
-
-/// Emits the module-class keyspace event `event` for `key`.
-pub fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
-    ffi::notify(ctx, NotifyEvent::MODULE, event, key);
-}
-
-/// Removes up to `limit` due members of `set`, propagates their removal as
-/// one `XSET.REM` and emits `xset.expired`; returns how many went. The one
-/// place where expiry deletes, for lazy and active expiry alike. Primary
-/// only. The caller deletes the key if the set is left empty.
-pub fn reclaim_due(
-    ctx: &Context,
-    key: &RedisString,
-    set: &mut XSet,
-    now_ms: u64,
-    limit: usize,
-) -> usize {
-    let (gone, _) = set.drain_expired(now_ms, limit);
-    if !gone.is_empty() {
-        propagate_rem(ctx, key, &gone);
-        notify(ctx, c"xset.expired", key);
-        if NOTIFY_EXPIRED_MEMBERS.load(Ordering::Relaxed) {
-            publish_expired(ctx, key, &gone);
+impl CommandSpec {
+    /// What `COMMAND INFO`/`DOCS` report.
+    pub fn info(&self) -> CommandInfo<'_> {
+        CommandInfo {
+            name: self.name,
+            arity: self.arity,
+            summary: self.summary,
+            complexity: self.complexity,
+            since: self.since,
+            key_specs: self.keys,
+            args: self.args,
         }
     }
-    gone.len()
-}
 
-/// Publishes each expired member on `__xset@<db>__:expired:<key>`, one
-/// message per member (binary-safe), when `xset.notify-expired-members` is
-/// on. Keyspace events name only the key; this says which members went.
-fn publish_expired(ctx: &Context, key: &RedisString, gone: &[Member]) {
-    let mut channel = format!("__xset@{}__:expired:", ffi::selected_db(ctx)).into_bytes();
-    channel.extend_from_slice(key.as_slice());
-    for member in gone {
-        ffi::publish(ctx, &channel, member);
+    /// The legacy `(first, last, step)` key positions: the one key's, or
+    /// none for commands whose keys only key specs can describe.
+    pub fn key_range(&self) -> (i32, i32, i32) {
+        match self.keys {
+            [KeySpec::At { pos, .. }] => (*pos, *pos, 1),
+            _ => (0, 0, 0),
+        }
     }
 }
 
-/// Opens `key` for writing and runs `body` on its set: an empty set when the
-/// key is absent (stored afterwards only if `body` left members in it). On a
-/// primary, due members are reclaimed first. A set left empty is deleted.
-pub fn with_write(
-    ctx: &Context,
-    key: &RedisString,
-    clock: Clock,
-    body: impl FnOnce(&mut XSet) -> RedisResult,
-) -> RedisResult {
-    let handle = ctx.open_key_writable(key);
-    let existing = handle
-        .get_value::<XSet>(&XSET_TYPE)
-        .map_err(|_| RedisError::WrongType)?;
-    let tracked = existing.as_ref().map(|s| s.next_deadline());
-    let mut fresh = XSet::with_limits(limits());
-    let set: &mut XSet = match existing {
-        Some(set) => {
-            if clock.primary {
-                let n = reclaim_due(ctx, key, set, clock.now_ms, LAZY_RECLAIM_LIMIT);
-                stats::record_lazy(n);
-            }
-            set
-        }
-        None => &mut fresh,
-    };
-    let reply = body(set);
-    let empty = set.is_empty();
-    let next = set.next_deadline();
-    match tracked {
-        Some(before) if empty => {
-            // The emptied value no longer knows where it was tracked.
-            expiry::track(ctx, key.as_slice(), before, None);
-            handle.delete()?;
-            ctx.notify_keyspace_event(NotifyEvent::GENERIC, "del", key);
-        }
-        Some(before) if before == next => {}
-        Some(before) => expiry::track(ctx, key.as_slice(), before, next),
-        None if empty => {}
-        None => {
-            handle.set_value(&XSET_TYPE, fresh)?;
-            expiry::track(ctx, key.as_slice(), None, next);
-        }
-    }
-    reply
-}
+const KEY_READ: &[KeySpec] = &[KeySpec::At {
+    pos: 1,
+    access: KeyAccess::Read,
+}];
+const KEY_UPDATE: &[KeySpec] = &[KeySpec::At {
+    pos: 1,
+    access: KeyAccess::Update,
+}];
 
-/// Runs `body` on the set at `key` (`None` when absent), read-only. On a
-/// primary, a key with due members is first reclaimed through
-/// [`with_write`]; elsewhere expired members stay and the core's `now_ms`
-/// filters hide them.
-pub fn with_read(
-    ctx: &Context,
-    key: &RedisString,
-    clock: Clock,
-    body: impl FnOnce(Option<&XSet>) -> RedisResult,
-) -> RedisResult {
-    {
-        let handle = ctx.open_key(key);
-        let set = handle
-            .get_value::<XSet>(&XSET_TYPE)
-            .map_err(|_| RedisError::WrongType)?;
-        let due = clock.primary
-            && !clock.paused
-            && set
-                .and_then(XSet::next_deadline)
-                .is_some_and(|d| d <= clock.now_ms);
-        if !due {
-            return body(set);
-        }
-    }
-    with_write(ctx, key, clock, |_| Ok(RedisValue::NoReply))?;
-    let handle = ctx.open_key(key);
-    body(
-        handle
-            .get_value::<XSet>(&XSET_TYPE)
-            .map_err(|_| RedisError::WrongType)?,
+const KEY: Arg = Arg::key("key", 0);
+const MEMBER: Arg = Arg::string("member");
+/// `member` or `MEMBERS count member [member ...]`: the single form replies
+/// one integer, the counted form an array.
+const TARGET: Arg = Arg::one_of(
+    "target",
+    &[
+        MEMBER,
+        Arg::block(
+            "members",
+            &[Arg::integer("count").token("MEMBERS"), MEMBER.multiple()],
+        ),
+    ],
+);
+const EXPIRE_CONDITION: Arg = Arg::one_of(
+    "condition",
+    &[
+        Arg::word("nx", "NX"),
+        Arg::word("xx", "XX"),
+        Arg::word("gt", "GT"),
+        Arg::word("lt", "LT"),
+    ],
+)
+.optional();
+const WITHTTL: Arg = Arg::word("withttl", "WITHTTL").optional();
+
+const TTL_ARGS: &[Arg] = &[KEY, TARGET];
+const PERSIST_ARGS: &[Arg] = &[KEY, TARGET];
+
+const fn expire_args(time: &'static str) -> [Arg; 4] {
+    [KEY, Arg::integer(time), EXPIRE_CONDITION, TARGET]
+}
+const EXPIRE_ARGS: &[Arg] = &expire_args("seconds");
+const PEXPIRE_ARGS: &[Arg] = &expire_args("milliseconds");
+const EXPIREAT_ARGS: &[Arg] = &[
+    KEY,
+    Arg::unix_time("unix-time-seconds"),
+    EXPIRE_CONDITION,
+    TARGET,
+];
+const PEXPIREAT_ARGS: &[Arg] = &[
+    KEY,
+    Arg::unix_time("unix-time-milliseconds"),
+    EXPIRE_CONDITION,
+    TARGET,
+];
+
+const ADD_ARGS: &[Arg] = &[
+    KEY,
+    Arg::block("data", &[MEMBER, Arg::integer("ttl")]).multiple(),
+];
+const ADDEX_ARGS: &[Arg] = &[
+    KEY,
+    Arg::one_of("condition", &[Arg::word("nx", "NX"), Arg::word("xx", "XX")]).optional(),
+    Arg::one_of(
+        "comparison",
+        &[Arg::word("gt", "GT"), Arg::word("lt", "LT")],
     )
-}
+    .optional(),
+    Arg::one_of(
+        "unit",
+        &[
+            Arg::word("ex", "EX"),
+            Arg::word("px", "PX"),
+            Arg::word("exat", "EXAT"),
+            Arg::word("pxat", "PXAT"),
+        ],
+    )
+    .optional(),
+    Arg::integer("maxlen").token("MAXLEN").optional(),
+    Arg::integer("count").token("MEMBERS"),
+    Arg::block("data", &[MEMBER, Arg::integer("time")]).multiple(),
+];
+const MEMBERS_ARGS: &[Arg] = &[
+    KEY,
+    Arg::word("rev", "REV").optional(),
+    Arg::block("limit", &[Arg::integer("offset"), Arg::integer("count")])
+        .token("LIMIT")
+        .optional(),
+    WITHTTL,
+];
+const SCAN_ARGS: &[Arg] = &[
+    KEY,
+    Arg::integer("cursor"),
+    Arg::pattern("pattern").token("MATCH").optional(),
+    Arg::integer("count").token("COUNT").optional(),
+    WITHTTL,
+];
 
-/// An integer reply from a count.
-pub fn int(n: usize) -> RedisValue {
-    RedisValue::Integer(i64::try_from(n).unwrap_or(i64::MAX))
-}
+/// What every command of the first release declares as `since`.
+const FIRST: &str = "0.1.0";
+/// The release that split `XSET.ADD`'s two forms and added the single-member
+/// forms of the `EXPIRE` family and `PERSIST`.
+const SECOND: &str = "0.2.0";
 
-/// A bulk reply holding `bytes`.
-pub fn bulk(bytes: &[u8]) -> RedisValue {
-    RedisValue::StringBuffer(bytes.to_vec())
-}
+/// Every command xset offers, in the order of the README's reference.
+pub const TABLE: &[CommandSpec] = &[
+    CommandSpec {
+        name: "xset.add",
+        run: add::xset_add,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -4,
+        keys: KEY_UPDATE,
+        summary: "Adds members, each with its own TTL in seconds",
+        complexity: "O(k log n) for k members",
+        since: FIRST,
+        args: ADD_ARGS,
+    },
+    CommandSpec {
+        name: "xset.addex",
+        run: add::xset_addex,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -6,
+        keys: KEY_UPDATE,
+        summary: "Adds members with conditions, a time unit and a length cap",
+        complexity: "O(k log n) for k members",
+        since: SECOND,
+        args: ADDEX_ARGS,
+    },
+    CommandSpec {
+        name: "xset.has",
+        run: read::xset_has,
+        flags: "readonly fast",
+        acl: "read fast",
+        arity: 3,
+        keys: KEY_READ,
+        summary: "Tells whether a member is live",
+        complexity: "O(1)",
+        since: FIRST,
+        args: &[KEY, MEMBER],
+    },
+    CommandSpec {
+        name: "xset.mhas",
+        run: read::xset_mhas,
+        flags: "readonly fast",
+        acl: "read fast",
+        arity: -3,
+        keys: KEY_READ,
+        summary: "Tells whether each member is live",
+        complexity: "O(k) for k members",
+        since: FIRST,
+        args: &[KEY, MEMBER.multiple()],
+    },
+    CommandSpec {
+        name: "xset.members",
+        run: read::xset_members,
+        flags: "readonly",
+        acl: "read slow",
+        arity: -2,
+        keys: KEY_READ,
+        summary: "Lists live members, soonest deadline first",
+        complexity: "O(log n + offset + count)",
+        since: FIRST,
+        args: MEMBERS_ARGS,
+    },
+    CommandSpec {
+        name: "xset.rem",
+        run: write::xset_rem,
+        flags: "write fast",
+        acl: "write fast",
+        arity: -3,
+        keys: KEY_UPDATE,
+        summary: "Removes members",
+        complexity: "O(k log n) for k members",
+        since: FIRST,
+        args: &[KEY, MEMBER.multiple()],
+    },
+    CommandSpec {
+        name: "xset.card",
+        run: read::xset_card,
+        flags: "readonly fast",
+        acl: "read fast",
+        arity: 2,
+        keys: KEY_READ,
+        summary: "Counts live members",
+        complexity: "O(log n) in a large set, O(n) in a small one",
+        since: FIRST,
+        args: &[KEY],
+    },
+    CommandSpec {
+        name: "xset.ttl",
+        run: read::xset_ttl,
+        flags: "readonly fast",
+        acl: "read fast",
+        arity: -3,
+        keys: KEY_READ,
+        summary: "Seconds left before members expire",
+        complexity: "O(1) for each member",
+        since: FIRST,
+        args: TTL_ARGS,
+    },
+    CommandSpec {
+        name: "xset.pttl",
+        run: read::xset_pttl,
+        flags: "readonly fast",
+        acl: "read fast",
+        arity: -3,
+        keys: KEY_READ,
+        summary: "Milliseconds left before members expire",
+        complexity: "O(1) for each member",
+        since: FIRST,
+        args: TTL_ARGS,
+    },
+    CommandSpec {
+        name: "xset.expiretime",
+        run: read::xset_expiretime,
+        flags: "readonly fast",
+        acl: "read fast",
+        arity: -3,
+        keys: KEY_READ,
+        summary: "Members' deadlines as Unix times in seconds",
+        complexity: "O(1) for each member",
+        since: FIRST,
+        args: TTL_ARGS,
+    },
+    CommandSpec {
+        name: "xset.pexpiretime",
+        run: read::xset_pexpiretime,
+        flags: "readonly fast",
+        acl: "read fast",
+        arity: -3,
+        keys: KEY_READ,
+        summary: "Members' deadlines as Unix times in milliseconds",
+        complexity: "O(1) for each member",
+        since: FIRST,
+        args: TTL_ARGS,
+    },
+    CommandSpec {
+        name: "xset.expire",
+        run: write::xset_expire,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -4,
+        keys: KEY_UPDATE,
+        summary: "Sets members' TTL in seconds",
+        complexity: "O(log n) for each member",
+        since: FIRST,
+        args: EXPIRE_ARGS,
+    },
+    CommandSpec {
+        name: "xset.pexpire",
+        run: write::xset_pexpire,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -4,
+        keys: KEY_UPDATE,
+        summary: "Sets members' TTL in milliseconds",
+        complexity: "O(log n) for each member",
+        since: FIRST,
+        args: PEXPIRE_ARGS,
+    },
+    CommandSpec {
+        name: "xset.expireat",
+        run: write::xset_expireat,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -4,
+        keys: KEY_UPDATE,
+        summary: "Sets members' deadline as a Unix time in seconds",
+        complexity: "O(log n) for each member",
+        since: FIRST,
+        args: EXPIREAT_ARGS,
+    },
+    CommandSpec {
+        name: "xset.pexpireat",
+        run: write::xset_pexpireat,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -4,
+        keys: KEY_UPDATE,
+        summary: "Sets members' deadline as a Unix time in milliseconds",
+        complexity: "O(log n) for each member",
+        since: FIRST,
+        args: PEXPIREAT_ARGS,
+    },
+    CommandSpec {
+        name: "xset.persist",
+        run: write::xset_persist,
+        flags: "write deny-oom fast",
+        acl: "write fast",
+        arity: -3,
+        keys: KEY_UPDATE,
+        summary: "Removes members' deadlines",
+        complexity: "O(log n) for each member",
+        since: FIRST,
+        args: PERSIST_ARGS,
+    },
+    CommandSpec {
+        name: "xset.scan",
+        run: read::xset_scan,
+        flags: "readonly",
+        acl: "read slow",
+        arity: -3,
+        keys: KEY_READ,
+        summary: "Iterates live members with a cursor",
+        complexity: "O(1) for each call, O(n) for a full iteration",
+        since: FIRST,
+        args: SCAN_ARGS,
+    },
+];
 
+/// Commands that exist only in test builds (`fault-injection`), after
+/// [`TABLE`].
 #[cfg(feature = "fault-injection")]
-/// `XSET.DEBUG-PANIC`: panics inside a command body, in test builds only,
-/// so the tests can prove that no panic crosses into Redis.
-pub fn debug_panic(_ctx: &Context, _args: &[RedisString], _clock: Clock) -> RedisResult {
+pub const TEST_ONLY: &[CommandSpec] = &[CommandSpec {
+    name: "xset.debug-panic",
+    run: debug_panic,
+    flags: "readonly",
+    acl: "read slow",
+    arity: -1,
+    keys: &[],
+    summary: "Panics on purpose (test builds only)",
+    complexity: "O(1)",
+    since: FIRST,
+    args: &[],
+}];
+#[cfg(not(feature = "fault-injection"))]
+/// Commands that exist only in test builds: none in this build.
+pub const TEST_ONLY: &[CommandSpec] = &[];
+
+/// Every command this build registers: [`TABLE`], then [`TEST_ONLY`].
+pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
+    TABLE.iter().chain(TEST_ONLY)
+}
+
+/// Command `index` of [`all`].
+pub fn by_index(index: usize) -> Option<&'static CommandSpec> {
+    TABLE
+        .get(index)
+        .or_else(|| TEST_ONLY.get(index.checked_sub(TABLE.len())?))
+}
+
+/// `XSET.DEBUG-PANIC`: panics inside a command body, so the tests can prove
+/// that no panic crosses into the server.
+#[cfg(feature = "fault-injection")]
+fn debug_panic(_ctx: &Context, _args: &[RedisString], _clock: Clock) -> RedisResult {
     panic!("fault injected by XSET.DEBUG-PANIC");
+}
+
+/// The command's syntax line as the README's reference shows it: its name
+/// in upper case, then its arguments (`[...]` optional, `<a|b>` one of,
+/// `x [x ...]` repeatable).
+pub fn syntax(spec: &CommandSpec) -> String {
+    let mut out = spec.name.to_ascii_uppercase();
+    for a in spec.args {
+        out.push(' ');
+        out.push_str(&render(a));
+    }
+    out
+}
+
+fn render(a: &Arg) -> String {
+    use crate::ffi::command::ArgKind;
+    let mut s = match a.kind {
+        ArgKind::PureToken => a.token.unwrap_or(a.name).to_string(),
+        ArgKind::OneOf(sub) => sub.iter().map(render).collect::<Vec<_>>().join("|"),
+        ArgKind::Block(sub) => sub.iter().map(render).collect::<Vec<_>>().join(" "),
+        _ => a.name.to_string(),
+    };
+    if let (Some(token), false) = (a.token, matches!(a.kind, ArgKind::PureToken)) {
+        s = format!("{token} {s}");
+    }
+    if a.multiple {
+        s = format!("{s} [{s} ...]");
+    }
+    if a.optional {
+        format!("[{s}]")
+    } else if matches!(a.kind, ArgKind::OneOf(_)) {
+        format!("<{s}>")
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_fit_the_callbacks() {
+        let mut names: Vec<&str> = all().map(|c| c.name).collect();
+        assert!(names.len() <= crate::ffi::command::MAX_COMMANDS);
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all().count());
+        for (i, c) in all().enumerate() {
+            assert_eq!(by_index(i).map(|s| s.name), Some(c.name));
+        }
+        assert!(by_index(all().count()).is_none());
+    }
+
+    /// The README's reference table lists every command with the syntax,
+    /// summary and complexity of the table, and no other command.
+    #[test]
+    fn readme_reference_matches_the_table() {
+        let readme = include_str!("../../README.md");
+        for spec in TABLE {
+            let row = format!(
+                "| `{}` | {} | {} | {} |",
+                syntax(spec).replace('|', "\\|"),
+                spec.summary,
+                spec.complexity,
+                acl_column(spec)
+            );
+            assert!(
+                readme.lines().any(|l| l.starts_with(&row)),
+                "README lacks the reference row\n{row}"
+            );
+        }
+        // Reference rows start with a syntax (a name, a space, arguments);
+        // other tables name commands alone.
+        let listed = readme
+            .lines()
+            .filter(|l| {
+                l.strip_prefix("| `XSET.")
+                    .and_then(|rest| rest.split('`').next())
+                    .is_some_and(|syntax| syntax.contains(' '))
+            })
+            .count();
+        assert_eq!(listed, TABLE.len(), "README lists other commands");
+    }
+
+    /// The README's ACL column: each category with its `@`.
+    fn acl_column(spec: &CommandSpec) -> String {
+        spec.acl
+            .split(' ')
+            .map(|c| format!("@{c}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn syntax_renders_every_shape() {
+        let by_name = |n: &str| TABLE.iter().find(|c| c.name == n).map(syntax);
+        assert_eq!(
+            by_name("xset.add").as_deref(),
+            Some("XSET.ADD key member ttl [member ttl ...]")
+        );
+        assert_eq!(
+            by_name("xset.ttl").as_deref(),
+            Some("XSET.TTL key <member|MEMBERS count member [member ...]>")
+        );
+        assert_eq!(
+            by_name("xset.scan").as_deref(),
+            Some("XSET.SCAN key cursor [MATCH pattern] [COUNT count] [WITHTTL]")
+        );
+    }
 }

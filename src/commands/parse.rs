@@ -1,11 +1,12 @@
 //! Argument parsing shared by every command: strict integers (Redis's
-//! `string2ll` rules), keywords, the `MEMBERS n ...` block, and the
-//! conversion of a typed time into an absolute deadline. Parsing never
+//! `string2ll` rules), keywords, the `MEMBERS n ...` block and the
+//! one-or-many member target, and the conversion of a typed time into an
+//! absolute deadline. Parsing never
 //! touches a key: a command that fails here has changed nothing.
 
 use crate::errors::{self, err};
 use crate::xset::MAX_DEADLINE_MS;
-use redis_module::{RedisError, RedisString};
+use redis_module::{RedisError, RedisString, RedisValue};
 
 /// Parses a signed 64-bit integer exactly as Redis does: optional `-`, no
 /// `+`, no spaces, no leading zeros.
@@ -43,24 +44,68 @@ pub fn is(arg: &RedisString, kw: &str) -> bool {
     arg.as_slice().eq_ignore_ascii_case(kw.as_bytes())
 }
 
-/// Parses `MEMBERS n m1 .. mn` starting at `args[pos]`, which must run to
-/// the end of the command.
-pub fn members_block(args: &[RedisString], pos: usize) -> Result<&[RedisString], RedisError> {
-    if pos >= args.len() || !is(&args[pos], "MEMBERS") {
+/// Parses `MEMBERS count item ...` starting at `args[pos]`, which must run
+/// to the end of the command, each item being `per_member` arguments (1 for
+/// members, 2 for member-time pairs). The same mistake gets the same error
+/// in every command: no `MEMBERS` where it must be is a syntax error; a
+/// count that is not a positive integer, or that does not match what
+/// follows, says so.
+pub fn members_block(
+    args: &[RedisString],
+    pos: usize,
+    per_member: usize,
+) -> Result<&[RedisString], RedisError> {
+    if !args.get(pos).is_some_and(|a| is(a, "MEMBERS")) {
         return Err(err(errors::SYNTAX));
     }
-    let Some(count) = args.get(pos + 1) else {
-        return Err(err(errors::SYNTAX));
-    };
-    let count = parse_i64(count.as_slice())?;
-    if count <= 0 {
-        return Err(err(errors::MEMBERS_COUNT_POSITIVE));
-    }
+    let count = args
+        .get(pos + 1)
+        .and_then(|c| parse_i64(c.as_slice()).ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| err(errors::MEMBERS_COUNT_POSITIVE))?;
     let rest = &args[pos + 2..];
-    if rest.len() as u64 != count as u64 {
+    if rest.len() as u64 != (count as u64).saturating_mul(per_member as u64) {
         return Err(err(errors::MEMBERS_COUNT_MISMATCH));
     }
     Ok(rest)
+}
+
+/// The members a command names from `args[pos]` on: one member when it is
+/// the last argument, else a `MEMBERS count member ...` block. Decided by
+/// the argument count alone, so a member may be spelt like any keyword.
+pub enum Target<'a> {
+    /// `member`: the reply is one integer.
+    One(&'a RedisString),
+    /// `MEMBERS count member ...`: the reply is an array.
+    Many(&'a [RedisString]),
+}
+
+impl<'a> Target<'a> {
+    /// Parses the target starting at `args[pos]`.
+    pub fn parse(args: &'a [RedisString], pos: usize) -> Result<Target<'a>, RedisError> {
+        if args.len() == pos + 1 {
+            return Ok(Target::One(&args[pos]));
+        }
+        members_block(args, pos, 1).map(Target::Many)
+    }
+
+    /// The members, in order.
+    pub fn members(&self) -> &'a [RedisString] {
+        match *self {
+            Target::One(m) => std::slice::from_ref(m),
+            Target::Many(ms) => ms,
+        }
+    }
+
+    /// The reply: one integer for a single member, else an array.
+    pub fn reply(&self, mut codes: Vec<i64>) -> RedisValue {
+        match self {
+            Target::One(_) => RedisValue::Integer(codes.pop().unwrap_or(-2)),
+            Target::Many(_) => {
+                RedisValue::Array(codes.into_iter().map(RedisValue::Integer).collect())
+            }
+        }
+    }
 }
 
 /// How a typed time is read.
@@ -95,13 +140,18 @@ pub fn to_deadline(value: i64, unit: TimeUnit, now_ms: u64) -> Option<u64> {
     Some(deadline.max(0) as u64)
 }
 
-/// Parses a TTL for `XSET.ADD`: it must be positive and not overflow.
-pub fn add_deadline(arg: &RedisString, unit: TimeUnit, now_ms: u64) -> Result<u64, RedisError> {
+/// Parses a time for `cmd` (an add): it must be positive and not overflow.
+pub fn add_deadline(
+    arg: &RedisString,
+    unit: TimeUnit,
+    now_ms: u64,
+    cmd: &str,
+) -> Result<u64, RedisError> {
     let value = parse_i64(arg.as_slice())?;
     if value <= 0 {
-        return Err(errors::invalid_expire("xset.add"));
+        return Err(errors::invalid_expire(cmd));
     }
-    to_deadline(value, unit, now_ms).ok_or_else(|| errors::invalid_expire("xset.add"))
+    to_deadline(value, unit, now_ms).ok_or_else(|| errors::invalid_expire(cmd))
 }
 
 #[cfg(test)]

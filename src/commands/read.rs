@@ -2,18 +2,16 @@
 //! `XSET.TTL`/`PTTL`/`EXPIRETIME`/`PEXPIRETIME` and `XSET.SCAN`. None of them
 //! ever returns or counts a member whose deadline has passed.
 
-use super::parse::{is, members_block, parse_i64, parse_u64};
-use super::{bulk, int, with_read};
+use super::parse::{Target, is, parse_i64, parse_u64};
+use super::reply::{bulk, int};
+use crate::clock::Clock;
 use crate::errors::{self, err};
-use crate::ffi::Clock;
+use crate::keyspace::with_read;
 use crate::xset::{NO_DEADLINE, XSet, glob_match};
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `XSET.HAS key member`: 1 if live, else 0. O(1).
 pub fn xset_has(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    if args.len() != 3 {
-        return Err(errors::arity("xset.has"));
-    }
     with_read(ctx, &args[1], clock, |set| {
         let live = set.is_some_and(|s| s.contains(args[2].as_slice(), clock.now_ms));
         Ok(RedisValue::Integer(i64::from(live)))
@@ -23,9 +21,6 @@ pub fn xset_has(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
 /// `XSET.MHAS key member [member ...]`: an array of 1/0, one per member, in
 /// order. O(k).
 pub fn xset_mhas(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    if args.len() < 3 {
-        return Err(errors::arity("xset.mhas"));
-    }
     with_read(ctx, &args[1], clock, |set| {
         let replies = args[2..]
             .iter()
@@ -41,9 +36,6 @@ pub fn xset_mhas(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResu
 /// `XSET.CARD key`: the number of live members. O(1) on a primary (due
 /// members were just reclaimed); O(log n + expired) on a replica.
 pub fn xset_card(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    if args.len() != 2 {
-        return Err(errors::arity("xset.card"));
-    }
     with_read(ctx, &args[1], clock, |set| {
         Ok(int(set.map_or(0, |s| s.live_len(clock.now_ms))))
     })
@@ -63,9 +55,6 @@ fn pttl(deadline_ms: u64, now_ms: u64) -> i64 {
 /// count as latest). `WITHTTL` follows each member with its TTL in
 /// milliseconds (-1: no deadline). O(log n + offset + count).
 pub fn xset_members(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    if args.len() < 2 {
-        return Err(errors::arity("xset.members"));
-    }
     let mut rev = false;
     let mut with_ttl = false;
     let mut offset: i64 = 0;
@@ -131,54 +120,38 @@ fn time_reply(set: Option<&XSet>, member: &[u8], now_ms: u64, what: TimeReply) -
 
 /// The TTL family: `CMD key member` replies one integer; `CMD key MEMBERS n
 /// m1 .. mn` replies an array. -2: no such (live) member; -1: no deadline.
-fn ttl_family(
-    ctx: &Context,
-    args: &[RedisString],
-    clock: Clock,
-    name: &str,
-    what: TimeReply,
-) -> RedisResult {
-    let many = match args.len() {
-        3 => None,
-        n if n >= 5 => Some(members_block(args, 2)?),
-        _ => return Err(errors::arity(name)),
-    };
-    with_read(ctx, &args[1], clock, |set| match many {
-        None => Ok(RedisValue::Integer(time_reply(
-            set,
-            args[2].as_slice(),
-            clock.now_ms,
-            what,
-        ))),
-        Some(members) => Ok(RedisValue::Array(
-            members
-                .iter()
-                .map(|m| RedisValue::Integer(time_reply(set, m.as_slice(), clock.now_ms, what)))
-                .collect(),
-        )),
+fn ttl_family(ctx: &Context, args: &[RedisString], clock: Clock, what: TimeReply) -> RedisResult {
+    let target = Target::parse(args, 2)?;
+    with_read(ctx, &args[1], clock, |set| {
+        let codes = target
+            .members()
+            .iter()
+            .map(|m| time_reply(set, m.as_slice(), clock.now_ms, what))
+            .collect();
+        Ok(target.reply(codes))
     })
 }
 
 /// `XSET.TTL`: seconds left. O(1) per member.
 pub fn xset_ttl(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    ttl_family(ctx, args, clock, "xset.ttl", TimeReply::TtlSeconds)
+    ttl_family(ctx, args, clock, TimeReply::TtlSeconds)
 }
 
 /// `XSET.PTTL`: milliseconds left. O(1) per member.
 pub fn xset_pttl(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    ttl_family(ctx, args, clock, "xset.pttl", TimeReply::TtlMillis)
+    ttl_family(ctx, args, clock, TimeReply::TtlMillis)
 }
 
 /// `XSET.EXPIRETIME`: the deadline as a Unix time in seconds. O(1) per
 /// member.
 pub fn xset_expiretime(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    ttl_family(ctx, args, clock, "xset.expiretime", TimeReply::AtSeconds)
+    ttl_family(ctx, args, clock, TimeReply::AtSeconds)
 }
 
 /// `XSET.PEXPIRETIME`: the deadline as a Unix time in milliseconds. O(1)
 /// per member.
 pub fn xset_pexpiretime(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    ttl_family(ctx, args, clock, "xset.pexpiretime", TimeReply::AtMillis)
+    ttl_family(ctx, args, clock, TimeReply::AtMillis)
 }
 
 /// `XSET.SCAN key cursor [MATCH pattern] [COUNT n] [WITHTTL]`: replies
@@ -187,9 +160,6 @@ pub fn xset_pexpiretime(ctx: &Context, args: &[RedisString], clock: Clock) -> Re
 /// returned at least once, whatever happens to deadlines meanwhile. O(COUNT)
 /// per call.
 pub fn xset_scan(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    if args.len() < 3 {
-        return Err(errors::arity("xset.scan"));
-    }
     let cursor = parse_u64(args[2].as_slice()).ok_or_else(|| err(errors::INVALID_CURSOR))?;
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;

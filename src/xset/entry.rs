@@ -9,7 +9,7 @@
 //! 24 relies on the compiler storing the enum's tag in the spare values of
 //! the length byte; a unit test pins the size.
 
-use super::NO_DEADLINE;
+use super::deadline::NO_DEADLINE;
 use super::member::{self, Member};
 
 /// The longest member stored inline.

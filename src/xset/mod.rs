@@ -18,6 +18,7 @@
 //! `now_ms`. A member is *live* at `now_ms` when its deadline is strictly
 //! greater than `now_ms`; [`NO_DEADLINE`] means it never expires.
 
+mod deadline;
 pub mod encoding;
 mod entry;
 mod glob;
@@ -29,19 +30,13 @@ mod small;
 mod store;
 mod table;
 
+pub use deadline::{MAX_DEADLINE_MS, NO_DEADLINE};
 pub use glob::glob_match;
 pub use member::Member;
 
 use large::Large;
 use small::Small;
 use store::Store;
-
-/// The deadline of a member that never expires (after `XSET.PERSIST`).
-pub const NO_DEADLINE: u64 = u64::MAX;
-
-/// The largest deadline a command may set: replies carry deadlines and TTLs
-/// as signed 64-bit integers, so anything above this would overflow them.
-pub const MAX_DEADLINE_MS: u64 = i64::MAX as u64;
 
 /// Which existing state an add may touch (`ZADD`'s `NX`/`XX`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -9,13 +9,14 @@
 //! in insertion order), hold distinct members of at most 255 bytes, and
 //! `len` counts them.
 
+use super::deadline::NO_DEADLINE;
 use super::member::{self, Member};
 use super::store::{Items, Store};
 
 const HEADER: usize = 7;
 
 /// The largest deadline a small entry can hold (48 bits: the year 10889);
-/// [`super::NO_DEADLINE`] is stored as this too, and later deadlines make
+/// [`NO_DEADLINE`] is stored as this too, and later deadlines make
 /// the owner convert to the large encoding.
 pub const MAX_SMALL_DEADLINE: u64 = (1 << 48) - 1;
 
@@ -28,7 +29,7 @@ fn unpack(b: &[u8]) -> u64 {
     let mut d = [0u8; 8];
     d[..6].copy_from_slice(&b[..6]);
     match u64::from_le_bytes(d) {
-        MAX_SMALL_DEADLINE => super::NO_DEADLINE,
+        MAX_SMALL_DEADLINE => NO_DEADLINE,
         d => d,
     }
 }

@@ -2,7 +2,7 @@
 //! which `XSet`'s semantics (conditions, expiry, persistence, draining) are
 //! written once, in `mod.rs`.
 
-use super::Member;
+use super::member::Member;
 
 /// Boxed iterators over `(member, deadline)`: both encodings hand these out.
 pub type Items<'a> = Box<dyn Iterator<Item = (&'a [u8], u64)> + 'a>;

@@ -1,12 +1,13 @@
 //! The index of keys by their earliest member deadline, one per database:
 //! what lets active expiry do work in proportion to what is due, not to the
-//! number of keys.
+//! number of keys. `keyspace` and the data type's `unlinked` callback keep
+//! it; `hooks` follows flushes and swaps; the expiry cycle pops from it.
 //!
 //! Each entry is `(deadline, key)`, where `deadline` is the key's set's
 //! earliest member deadline. There is no key-to-deadline map (it would cost
 //! a second copy of every key name): whoever changes a set knows its
 //! earliest deadline before and after, and moves the entry from one to the
-//! other ([`DeadlineIndex::relocate`]).
+//! other ([`KeysByDeadline::relocate`]).
 //!
 //! It is a hint, not a truth: an entry names a key, never a value. Whoever
 //! pops an entry reopens the key and checks that it still holds an xset, so
@@ -15,14 +16,15 @@
 //! wrong memory.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
 
 /// Keys of one database ordered by earliest member deadline.
 #[derive(Default, Debug)]
-pub struct DeadlineIndex {
+pub struct KeysByDeadline {
     by_deadline: BTreeSet<(u64, Box<[u8]>)>,
 }
 
-impl DeadlineIndex {
+impl KeysByDeadline {
     /// Number of entries. O(1).
     pub fn len(&self) -> usize {
         self.by_deadline.len()
@@ -74,13 +76,13 @@ impl DeadlineIndex {
     }
 }
 
-/// One [`DeadlineIndex`] per database number.
+/// One [`KeysByDeadline`] per database number.
 #[derive(Default, Debug)]
-pub struct Indexes {
-    dbs: HashMap<i32, DeadlineIndex>,
+pub struct Tracking {
+    dbs: HashMap<i32, KeysByDeadline>,
 }
 
-impl Indexes {
+impl Tracking {
     /// Moves `key` of `db` from `before` to `after` (`None`: not tracked).
     pub fn relocate(&mut self, db: i32, key: &[u8], before: Option<u64>, after: Option<u64>) {
         if before == after || (after.is_none() && !self.dbs.contains_key(&db)) {
@@ -94,7 +96,7 @@ impl Indexes {
     }
 
     /// The index of `db`, if it tracks anything.
-    pub fn db(&self, db: i32) -> Option<&DeadlineIndex> {
+    pub fn db(&self, db: i32) -> Option<&KeysByDeadline> {
         self.dbs.get(&db)
     }
 
@@ -124,13 +126,13 @@ impl Indexes {
     pub fn next_deadline(&self) -> Option<u64> {
         self.dbs
             .values()
-            .filter_map(DeadlineIndex::next_deadline)
+            .filter_map(KeysByDeadline::next_deadline)
             .min()
     }
 
     /// Keys tracked over all databases.
     pub fn len(&self) -> usize {
-        self.dbs.values().map(DeadlineIndex::len).sum()
+        self.dbs.values().map(KeysByDeadline::len).sum()
     }
 
     /// Whether nothing is tracked.
@@ -166,13 +168,37 @@ impl Indexes {
     }
 }
 
+/// The server's one [`Tracking`]. Only the main thread takes it; INFO
+/// (which may run for a crash report) only tries.
+static TRACKING: Mutex<Option<Tracking>> = Mutex::new(None);
+
+/// Runs `f` on the server's tracking index.
+pub fn with<R>(f: impl FnOnce(&mut Tracking) -> R) -> R {
+    // A poisoned lock means a panic was caught mid-update; the index is a
+    // hint, so go on with it.
+    let mut guard: MutexGuard<'_, Option<Tracking>> =
+        TRACKING.lock().unwrap_or_else(|e| e.into_inner());
+    f(guard.get_or_insert_with(Tracking::default))
+}
+
+/// Keys tracked and keys due at `now_ms`, if the index is free right now
+/// (never blocks: `INFO` may be asked for by a crash report).
+pub fn sizes(now_ms: u64) -> Option<(usize, usize)> {
+    let guard = TRACKING.try_lock().ok()?;
+    Some(
+        guard
+            .as_ref()
+            .map_or((0, 0), |t| (t.len(), t.due_count(now_ms))),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn relocates_and_pops_in_deadline_order() {
-        let mut i = DeadlineIndex::default();
+        let mut i = KeysByDeadline::default();
         i.relocate(b"a", None, Some(30));
         i.relocate(b"b", None, Some(10));
         i.relocate(b"c", None, Some(20));
@@ -190,7 +216,7 @@ mod tests {
 
     #[test]
     fn databases_flush_and_swap() {
-        let mut all = Indexes::default();
+        let mut all = Tracking::default();
         all.relocate(0, b"k", None, Some(10));
         all.relocate(1, b"k", None, Some(20));
         all.relocate(2, b"x", None, Some(5));

@@ -1,0 +1,93 @@
+//! The time a command runs at, frozen as the server freezes it for its own
+//! key expiry: one snapshot per top-level command, held for a whole
+//! `MULTI`/`EXEC`, script or function.
+//!
+//! A command outside a transaction reads the wall clock when it starts.
+//! Inside `EXEC` or a script it uses the time at which that `EXEC`,
+//! `EVAL*` or `FCALL*` arrived, taken by the server's command filter
+//! ([`command_arrives`], through `hooks`). The filter sees every command
+//! before it runs, also those a script calls, but a script cannot call
+//! `EXEC`, `EVAL*` or `FCALL*`, and a client's `EVAL` that arrives while a
+//! script is running (it will be refused as busy) is not taken: so the
+//! snapshot is exactly the transaction's start, even for a script that runs
+//! past `busy-reply-threshold`, on every server version. The server's own
+//! cached time (`RedisModule_CachedMicroseconds`, 7.2+) is not used: it
+//! moves inside long scripts.
+
+use crate::ffi::server::{self, ContextFlags};
+use redis_module::Context;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The time the current transaction, script or function started, in Unix
+/// milliseconds (0: none yet).
+static TRANSACTION_START_MS: AtomicU64 = AtomicU64::new(0);
+
+/// The commands whose arrival starts a frozen time: everything that runs
+/// other commands inside one top-level command.
+const TRANSACTIONS: [&[u8]; 7] = [
+    b"exec",
+    b"eval",
+    b"evalsha",
+    b"eval_ro",
+    b"evalsha_ro",
+    b"fcall",
+    b"fcall_ro",
+];
+
+/// Called by the command filter for each command about to run: a
+/// transaction or script starting at top level freezes the time for the
+/// commands it runs.
+pub fn command_arrives(name: &[u8]) {
+    if !(4..=10).contains(&name.len()) || !TRANSACTIONS.iter().any(|t| name.eq_ignore_ascii_case(t))
+    {
+        return;
+    }
+    if ContextFlags::of(None).in_script() {
+        // Another client's EVAL while a script runs: refused as busy, and
+        // it must not move the running script's time.
+        return;
+    }
+    TRANSACTION_START_MS.store(server::milliseconds(), Ordering::Relaxed);
+}
+
+/// The time a command runs at, and whether this server may reclaim.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    /// The command's time in Unix milliseconds: frozen for a whole
+    /// `MULTI`/`EXEC` or script, as the server freezes it for key expiry.
+    pub now_ms: u64,
+    /// True on a primary that is not loading: only there may a command
+    /// delete members on its own clock. Replicas and loaders apply writes
+    /// as given and hide expired members on reads.
+    pub primary: bool,
+    /// True while clients are paused for writes (`CLIENT PAUSE`,
+    /// `FAILOVER`, a shutdown waiting for replicas). The server aborts on
+    /// any propagation then, so reads and the timer must not reclaim; a
+    /// write command only runs during a pause inside the transaction that
+    /// paused, where propagating is allowed.
+    pub paused: bool,
+}
+
+impl Clock {
+    /// The clock for the command or callback running in `ctx`.
+    pub fn of(ctx: &Context) -> Clock {
+        let flags = ContextFlags::of(Some(ctx));
+        let now_ms = match TRANSACTION_START_MS.load(Ordering::Relaxed) {
+            ms if ms != 0 && flags.in_transaction() => ms,
+            _ => server::milliseconds(),
+        };
+        let primary = !flags.replica_or_loading();
+        Clock {
+            now_ms,
+            primary,
+            paused: primary && server::writes_paused(),
+        }
+    }
+
+    /// The time writes are applied at: the command's on a primary; zero on
+    /// a replica or loader, which apply what the primary decided and so
+    /// never find a member due.
+    pub fn write_ms(self) -> u64 {
+        if self.primary { self.now_ms } else { 0 }
+    }
+}

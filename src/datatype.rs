@@ -1,0 +1,108 @@
+//! The `xset-type` data type: what a set does when the server saves, loads,
+//! rewrites, copies, measures, digests or unlinks it. The encoding itself is
+//! the core's ([`crate::xset::encoding`]); the trampolines are in `ffi`.
+
+use crate::config;
+use crate::ffi::types::{self, Aof, Digest, Rdb, ValueType};
+use crate::tracking;
+use crate::xset::encoding::{self, ENCODING_VERSION, Sink, Source};
+use crate::xset::{MAX_DEADLINE_MS, NO_DEADLINE, XSet};
+use redis_module::native_types::RedisType;
+
+/// The name the server stores in RDB files; it must never change.
+pub const TYPE_NAME: &str = "xset-type";
+
+/// At most this many members per command in a rewritten AOF, as Redis does.
+pub const AOF_BATCH: usize = 64;
+
+/// The data type, registered by `lib.rs`.
+pub static XSET_TYPE: RedisType =
+    RedisType::new(TYPE_NAME, ENCODING_VERSION, types::methods::<XSet>());
+
+impl Sink for Rdb {
+    fn put_u64(&mut self, v: u64) {
+        Rdb::put_u64(self, v);
+    }
+    fn put_bytes(&mut self, b: &[u8]) {
+        Rdb::put_bytes(self, b);
+    }
+}
+
+impl Source for Rdb {
+    type Bytes = redis_module::RedisBuffer;
+    fn get_u64(&mut self) -> Option<u64> {
+        Rdb::get_u64(self)
+    }
+    fn get_bytes(&mut self) -> Option<redis_module::RedisBuffer> {
+        Rdb::get_bytes(self)
+    }
+}
+
+impl ValueType for XSet {
+    fn rdb_load(io: &mut Rdb, encver: i32) -> Result<XSet, String> {
+        encoding::decode(encver, io, config::limits()).map_err(|e| e.to_string())
+    }
+
+    fn rdb_save(&self, io: &mut Rdb) {
+        encoding::encode(self, io);
+    }
+
+    /// Rewrites a set as `XSET.ADDEX key PXAT MEMBERS n member deadline ...`
+    /// in batches of [`AOF_BATCH`], plus `XSET.PERSIST` for members without
+    /// a deadline (added first with the largest deadline, then persisted).
+    fn aof_rewrite(&self, out: &mut Aof) {
+        let entries: Vec<(&[u8], u64)> = self.iter_all().collect();
+        for batch in entries.chunks(AOF_BATCH) {
+            let numbers: Vec<Vec<u8>> = batch
+                .iter()
+                .map(|&(_, d)| d.min(MAX_DEADLINE_MS).to_string().into_bytes())
+                .collect();
+            let count = batch.len().to_string();
+            let mut args: Vec<&[u8]> = vec![b"PXAT", b"MEMBERS", count.as_bytes()];
+            for (&(m, _), d) in batch.iter().zip(&numbers) {
+                args.push(m);
+                args.push(d);
+            }
+            out.emit(c"XSET.ADDEX", &args);
+            let persistent: Vec<&[u8]> = batch
+                .iter()
+                .filter(|&&(_, d)| d == NO_DEADLINE)
+                .map(|&(m, _)| m)
+                .collect();
+            if !persistent.is_empty() {
+                let count = persistent.len().to_string();
+                let mut args: Vec<&[u8]> = vec![b"MEMBERS", count.as_bytes()];
+                args.extend(persistent);
+                out.emit(c"XSET.PERSIST", &args);
+            }
+        }
+    }
+
+    fn mem_usage(&self) -> usize {
+        std::mem::size_of::<XSet>() + self.heap_bytes()
+    }
+
+    /// Feeds each member and its deadline as one element, so the digest
+    /// does not depend on the order in which members are stored.
+    fn digest(&self, digest: &mut Digest) {
+        for (member, deadline_ms) in self.iter_all() {
+            digest.add_bytes(member);
+            digest.add_i64(deadline_ms as i64);
+            digest.end_element();
+        }
+    }
+
+    fn free_effort(&self) -> usize {
+        self.len()
+    }
+
+    fn copy(&self) -> XSet {
+        self.clone()
+    }
+
+    /// The active-expiry index forgets the key.
+    fn unlinked(&self, db: i32, key: &[u8]) {
+        let deadline_ms = self.next_deadline();
+        tracking::with(|t| t.relocate(db, key, deadline_ms, None));
+    }
+}

@@ -1,0 +1,245 @@
+//! Calls out to the server that are about neither commands nor the data
+//! type: the clock and context flags, database selection, Pub/Sub and
+//! keyspace events, module options, and the subscriptions through which the
+//! server calls back in ([`ServerHooks`]).
+
+use redis_module::{Context, RedisString, raw};
+use std::ffi::{CStr, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// The server's wall clock in Unix milliseconds (not cached: the time of
+/// the call).
+pub fn milliseconds() -> u64 {
+    api!(RedisModule_Milliseconds).map_or(0, |f| {
+        // SAFETY: no preconditions.
+        unsafe { f() }.max(0) as u64
+    })
+}
+
+/// What the server says about the context a callback runs in.
+#[derive(Clone, Copy, Debug)]
+pub struct ContextFlags(u32);
+
+impl ContextFlags {
+    /// The flags of `ctx`, or the server-wide ones (scripts, transactions,
+    /// loading, replication role) when `ctx` is `None`.
+    pub fn of(ctx: Option<&Context>) -> ContextFlags {
+        let raw_ctx = ctx.map_or(std::ptr::null_mut(), Context::get_raw);
+        ContextFlags(api!(RedisModule_GetContextFlags).map_or(0, |f| {
+            // SAFETY: a live context or NULL, which the API accepts.
+            unsafe { f(raw_ctx) as u32 }
+        }))
+    }
+
+    /// Inside `EXEC` or a script or function.
+    pub fn in_transaction(self) -> bool {
+        self.0 & (raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA) != 0
+    }
+
+    /// A script or function is running.
+    pub fn in_script(self) -> bool {
+        self.0 & raw::REDISMODULE_CTX_FLAGS_LUA != 0
+    }
+
+    /// A replica, or a server loading its data (RDB, AOF): it applies what
+    /// it is given and never deletes on its own clock.
+    pub fn replica_or_loading(self) -> bool {
+        self.0
+            & (raw::REDISMODULE_CTX_FLAGS_SLAVE
+                | raw::REDISMODULE_CTX_FLAGS_LOADING
+                | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING)
+            != 0
+    }
+}
+
+/// Whether clients are paused for writes (`CLIENT PAUSE`, `FAILOVER`, a
+/// manual cluster failover, a shutdown waiting for replicas): while they
+/// are, nothing may be propagated.
+pub fn writes_paused() -> bool {
+    // SAFETY: no preconditions.
+    api!(RedisModule_AvoidReplicaTraffic).is_some_and(|f| unsafe { f() } != 0)
+}
+
+/// The database selected in `ctx`.
+pub fn selected_db(ctx: &Context) -> i32 {
+    // SAFETY: `ctx` is live.
+    api!(RedisModule_GetSelectedDb).map_or(0, |f| unsafe { f(ctx.get_raw()) })
+}
+
+/// Selects database `db` in `ctx` (timer contexts start in db 0). An
+/// out-of-range db is refused by the server and leaves the selection.
+pub fn select_db(ctx: &Context, db: i32) {
+    if let Some(f) = api!(RedisModule_SelectDb) {
+        // SAFETY: `ctx` is live.
+        unsafe { f(ctx.get_raw(), db) };
+    }
+}
+
+/// Publishes `message` on Pub/Sub `channel` (cluster-wide in a cluster).
+pub fn publish(ctx: &Context, channel: &[u8], message: &[u8]) {
+    let (Some(publish), Some(create), Some(free)) = (
+        api!(RedisModule_PublishMessage),
+        api!(RedisModule_CreateString),
+        api!(RedisModule_FreeString),
+    ) else {
+        return;
+    };
+    // SAFETY: both strings are created here, only read by the call, then
+    // freed in the same context.
+    unsafe {
+        let ch = create(ctx.get_raw(), channel.as_ptr().cast(), channel.len());
+        let msg = create(ctx.get_raw(), message.as_ptr().cast(), message.len());
+        publish(ctx.get_raw(), ch, msg);
+        free(ctx.get_raw(), ch);
+        free(ctx.get_raw(), msg);
+    }
+}
+
+/// Emits keyspace event `event` of class `class` for `key`, without the
+/// allocation the crate's wrapper makes for the event name.
+pub fn notify(ctx: &Context, class: raw::NotifyEvent, event: &CStr, key: &RedisString) {
+    if let Some(f) = api!(RedisModule_NotifyKeyspaceEvent) {
+        // SAFETY: `event` is NUL-terminated; `key` lives for the call.
+        unsafe { f(ctx.get_raw(), class.bits(), event.as_ptr(), key.inner) };
+    }
+}
+
+/// Asks the server to hand IO errors to `rdb_load` instead of aborting, so
+/// a corrupt payload is refused cleanly.
+pub fn handle_io_errors(ctx: &Context) {
+    if let Some(f) = api!(RedisModule_SetModuleOptions) {
+        // SAFETY: `ctx` is the module's load context.
+        unsafe {
+            f(
+                ctx.get_raw(),
+                raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int,
+            )
+        };
+    }
+}
+
+/// What the server calls the module for, besides commands and the data
+/// type. Every method runs on the main thread; a panic in one is caught and
+/// logged here, never crosses into the server.
+pub trait ServerHooks {
+    /// The event loop is about to sleep (after serving a batch of
+    /// clients).
+    fn before_sleep(ctx: &Context);
+    /// `FLUSHDB` of `db` or `FLUSHALL` (`db` = -1) is starting.
+    fn flushing(db: i32);
+    /// `SWAPDB a b` happened.
+    fn swapped(a: i32, b: i32);
+    /// A client command named `name` is about to run (the server's command
+    /// filter: called for commands from clients and from scripts, before
+    /// they are looked up, queued or refused).
+    fn command_arrives(name: &[u8]);
+}
+
+fn caught(what: &str, f: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        redis_module::logging::log_warning(format!(
+            "xset: a bug was caught in {what}; the server keeps running"
+        ));
+    }
+}
+
+extern "C" fn on_event_loop<H: ServerHooks>(
+    ctx: *mut raw::RedisModuleCtx,
+    _eid: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut c_void,
+) {
+    if subevent == raw::REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP {
+        let context = Context::new(ctx);
+        caught("the before-sleep hook", || H::before_sleep(&context));
+    }
+}
+
+extern "C" fn on_flush<H: ServerHooks>(
+    _ctx: *mut raw::RedisModuleCtx,
+    _eid: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut c_void,
+) {
+    if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_START || data.is_null() {
+        return;
+    }
+    // SAFETY: for this event the server passes a RedisModuleFlushInfo.
+    let db = unsafe { (*data.cast::<raw::RedisModuleFlushInfo>()).dbnum };
+    caught("the flush hook", || H::flushing(db));
+}
+
+extern "C" fn on_swap<H: ServerHooks>(
+    _ctx: *mut raw::RedisModuleCtx,
+    _eid: raw::RedisModuleEvent,
+    _subevent: u64,
+    data: *mut c_void,
+) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: for this event the server passes a RedisModuleSwapDbInfo.
+    let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
+    let (a, b) = (info.dbnum_first, info.dbnum_second);
+    caught("the swapdb hook", || H::swapped(a, b));
+}
+
+extern "C" fn on_command<H: ServerHooks>(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    let (Some(get), Some(ptr_len)) = (
+        api!(RedisModule_CommandFilterArgGet),
+        api!(RedisModule_StringPtrLen),
+    ) else {
+        return;
+    };
+    // SAFETY: `fctx` is live for this call; argument 0 (the command name)
+    // exists for every command and outlives the call.
+    let name = unsafe {
+        let s = get(fctx, 0);
+        if s.is_null() {
+            return;
+        }
+        let mut len = 0usize;
+        let p = ptr_len(s, &mut len);
+        if p.is_null() {
+            return;
+        }
+        std::slice::from_raw_parts(p.cast::<u8>(), len)
+    };
+    caught("the command filter", || H::command_arrives(name));
+}
+
+/// Subscribes `H` to the event loop, `FLUSHDB`/`FLUSHALL`, `SWAPDB` and the
+/// command filter.
+pub fn subscribe<H: ServerHooks>(ctx: &Context) -> Result<(), String> {
+    let (Some(subscribe), Some(filter)) = (
+        api!(RedisModule_SubscribeToServerEvent),
+        api!(RedisModule_RegisterCommandFilter),
+    ) else {
+        return Err("the server has no server events or command filters".into());
+    };
+    let events: [(u64, raw::RedisModuleEventCallback); 3] = [
+        (raw::REDISMODULE_EVENT_EVENTLOOP, Some(on_event_loop::<H>)),
+        (raw::REDISMODULE_EVENT_FLUSHDB, Some(on_flush::<H>)),
+        (raw::REDISMODULE_EVENT_SWAPDB, Some(on_swap::<H>)),
+    ];
+    for (id, callback) in events {
+        let event = raw::RedisModuleEvent { id, dataver: 1 };
+        // SAFETY: `ctx` is the load context; the callbacks read only the
+        // event data the server documents for each event.
+        if unsafe { subscribe(ctx.get_raw(), event, callback) } != raw::Status::Ok as c_int {
+            return Err(format!("cannot subscribe to server event {id}"));
+        }
+    }
+    // SAFETY: as above; NOSELF skips commands this module runs itself.
+    let registered = unsafe {
+        filter(
+            ctx.get_raw(),
+            Some(on_command::<H>),
+            raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
+        )
+    };
+    if registered.is_null() {
+        return Err("cannot register the command filter".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,259 @@
+//! A module data type as the server sees it: the table of type methods, the
+//! `extern "C"` callbacks in it, and safe handles on what they are given
+//! (an RDB stream, an AOF emitter, a digest). The layer above says what a
+//! value does through [`ValueType`]; each callback catches panics, so a bug
+//! there logs and degrades (a load fails, a digest is partial), it never
+//! aborts the server.
+
+use redis_module::logging::{RedisLogLevel, log_io_error, log_warning};
+use redis_module::{RedisBuffer, raw};
+use std::ffi::{CStr, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// What a value of a module data type does when the server calls it.
+pub trait ValueType: Sized {
+    /// Reads a value written by [`ValueType::rdb_save`] with encoding
+    /// version `encver`; the error is logged and fails the load.
+    fn rdb_load(io: &mut Rdb, encver: i32) -> Result<Self, String>;
+    /// Writes the value to an RDB stream.
+    fn rdb_save(&self, io: &mut Rdb);
+    /// Writes commands that rebuild the value into a rewritten AOF.
+    fn aof_rewrite(&self, out: &mut Aof);
+    /// Bytes the value uses, for `MEMORY USAGE`.
+    fn mem_usage(&self) -> usize;
+    /// Feeds the value to `DEBUG DIGEST`.
+    fn digest(&self, digest: &mut Digest);
+    /// How much work freeing it is (the server frees big values lazily).
+    fn free_effort(&self) -> usize;
+    /// A deep copy, for `COPY`.
+    fn copy(&self) -> Self;
+    /// The value leaves key `key` of database `db` (`DEL`, `UNLINK`,
+    /// overwrite, key expiry, eviction, the source of `RENAME`/`MOVE`; not
+    /// `FLUSHDB`). Main thread only.
+    fn unlinked(&self, db: i32, key: &[u8]);
+}
+
+fn guarded<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        log_warning(format!(
+            "xset: a bug was caught in {what}; the server keeps running"
+        ));
+        fallback
+    })
+}
+
+/// # Safety
+/// `value` must be a pointer made by `Box::into_raw(Box<T>)` in this file
+/// that the server still owns.
+unsafe fn value_ref<'a, T>(value: *const c_void) -> &'a T {
+    unsafe { &*value.cast::<T>() }
+}
+
+/// An RDB stream being written or read.
+pub struct Rdb(*mut raw::RedisModuleIO);
+
+impl Rdb {
+    /// Writes an unsigned 64-bit integer.
+    pub fn put_u64(&mut self, v: u64) {
+        raw::save_unsigned(self.0, v);
+    }
+    /// Writes a byte string.
+    pub fn put_bytes(&mut self, b: &[u8]) {
+        raw::save_slice(self.0, b);
+    }
+    /// Reads an unsigned 64-bit integer; `None` on an IO error.
+    pub fn get_u64(&mut self) -> Option<u64> {
+        raw::load_unsigned(self.0).ok()
+    }
+    /// Reads a byte string; `None` on an IO error.
+    pub fn get_bytes(&mut self) -> Option<RedisBuffer> {
+        raw::load_string_buffer(self.0).ok()
+    }
+}
+
+/// The AOF emitter of one key during a rewrite.
+pub struct Aof {
+    io: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+}
+
+impl Aof {
+    /// Emits `cmd key args...`.
+    pub fn emit(&mut self, cmd: &CStr, args: &[&[u8]]) {
+        let (Some(create), Some(free), Some(emit)) = (
+            api!(RedisModule_CreateString),
+            api!(RedisModule_FreeString),
+            api!(RedisModule_EmitAOF),
+        ) else {
+            return;
+        };
+        // SAFETY: strings created with a NULL context are freed with a NULL
+        // context after the call; the format `sv` matches the key string
+        // and the (array, length) pair.
+        unsafe {
+            let mut argv: Vec<*mut raw::RedisModuleString> = args
+                .iter()
+                .map(|a| create(std::ptr::null_mut(), a.as_ptr().cast(), a.len()))
+                .collect();
+            emit(
+                self.io,
+                cmd.as_ptr(),
+                c"sv".as_ptr(),
+                self.key,
+                argv.as_mut_ptr(),
+                argv.len(),
+            );
+            for s in argv {
+                free(std::ptr::null_mut(), s);
+            }
+        }
+    }
+}
+
+/// The `DEBUG DIGEST` accumulator.
+pub struct Digest(*mut raw::RedisModuleDigest);
+
+impl Digest {
+    /// Adds `bytes` to the current element.
+    pub fn add_bytes(&mut self, bytes: &[u8]) {
+        if let Some(f) = api!(RedisModule_DigestAddStringBuffer) {
+            // SAFETY: the digest is live for the callback; bytes are read.
+            unsafe { f(self.0, bytes.as_ptr().cast(), bytes.len()) };
+        }
+    }
+    /// Adds `v` to the current element.
+    pub fn add_i64(&mut self, v: i64) {
+        if let Some(f) = api!(RedisModule_DigestAddLongLong) {
+            // SAFETY: the digest is live for the callback.
+            unsafe { f(self.0, v) };
+        }
+    }
+    /// Ends the current element: elements are unordered.
+    pub fn end_element(&mut self) {
+        if let Some(f) = api!(RedisModule_DigestEndSequence) {
+            // SAFETY: the digest is live for the callback.
+            unsafe { f(self.0) };
+        }
+    }
+}
+
+unsafe extern "C" fn rdb_load<T: ValueType>(
+    rdb: *mut raw::RedisModuleIO,
+    encver: i32,
+) -> *mut c_void {
+    guarded("rdb_load", std::ptr::null_mut(), || {
+        match T::rdb_load(&mut Rdb(rdb), encver) {
+            Ok(v) => Box::into_raw(Box::new(v)).cast::<c_void>(),
+            Err(e) => {
+                log_io_error(rdb, RedisLogLevel::Warning, &format!("xset: {e}"));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn rdb_save<T: ValueType>(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: the server passes a value of this type.
+    let v = unsafe { value_ref::<T>(value) };
+    guarded("rdb_save", (), || v.rdb_save(&mut Rdb(rdb)));
+}
+
+unsafe extern "C" fn aof_rewrite<T: ValueType>(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    // SAFETY: the server passes a value of this type.
+    let v = unsafe { value_ref::<T>(value) };
+    guarded("aof_rewrite", (), || {
+        v.aof_rewrite(&mut Aof { io: aof, key })
+    });
+}
+
+unsafe extern "C" fn mem_usage<T: ValueType>(value: *const c_void) -> usize {
+    // SAFETY: the server passes a value of this type.
+    let v = unsafe { value_ref::<T>(value) };
+    guarded("mem_usage", 0, || v.mem_usage())
+}
+
+unsafe extern "C" fn digest<T: ValueType>(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: the server passes a value of this type.
+    let v = unsafe { value_ref::<T>(value) };
+    guarded("digest", (), || v.digest(&mut Digest(md)));
+}
+
+unsafe extern "C" fn free<T: ValueType>(value: *mut c_void) {
+    if value.is_null() {
+        return;
+    }
+    // SAFETY: the server hands back ownership of a value made here.
+    let v = unsafe { Box::from_raw(value.cast::<T>()) };
+    guarded("free", (), move || drop(v));
+}
+
+unsafe extern "C" fn copy<T: ValueType>(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: the server passes a value of this type.
+    let v = unsafe { value_ref::<T>(value) };
+    guarded("copy", std::ptr::null_mut(), || {
+        Box::into_raw(Box::new(v.copy())).cast::<c_void>()
+    })
+}
+
+unsafe extern "C" fn free_effort<T: ValueType>(
+    _key: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> usize {
+    // SAFETY: the server passes a value of this type.
+    let v = unsafe { value_ref::<T>(value) };
+    guarded("free_effort", 0, || v.free_effort())
+}
+
+unsafe extern "C" fn unlink2<T: ValueType>(
+    ctx: *mut raw::RedisModuleKeyOptCtx,
+    value: *const c_void,
+) {
+    // SAFETY: the server passes a value of this type.
+    let v = unsafe { value_ref::<T>(value) };
+    let (Some(key_name), Some(db_id)) = (
+        api!(RedisModule_GetKeyNameFromOptCtx),
+        api!(RedisModule_GetDbIdFromOptCtx),
+    ) else {
+        return;
+    };
+    // SAFETY: the option context is live; its key name outlives the call.
+    let (key, db) = unsafe { (key_name(ctx), db_id(ctx)) };
+    if key.is_null() {
+        return;
+    }
+    let key = redis_module::RedisString::string_as_slice(key);
+    guarded("unlink", (), || v.unlinked(db, key));
+}
+
+/// The type-method table for `T`.
+pub const fn methods<T: ValueType>() -> raw::RedisModuleTypeMethods {
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load::<T>),
+        rdb_save: Some(rdb_save::<T>),
+        aof_rewrite: Some(aof_rewrite::<T>),
+        mem_usage: Some(mem_usage::<T>),
+        digest: Some(digest::<T>),
+        free: Some(free::<T>),
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: Some(free_effort::<T>),
+        unlink: None,
+        copy: Some(copy::<T>),
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: Some(unlink2::<T>),
+    }
+}

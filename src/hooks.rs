@@ -1,0 +1,96 @@
+//! What the server calls in for, besides the data type's callbacks: the
+//! commands of the table (under the panic guard), the event loop, flushes
+//! and swaps, the command filter, keyspace events and `INFO`. Each hook
+//! hands the work to the layer that owns it.
+
+use crate::clock::{self, Clock};
+use crate::commands;
+use crate::errors;
+use crate::expiry;
+use crate::ffi::command::Dispatch;
+use crate::ffi::server::{self, ServerHooks};
+use crate::keyspace;
+use crate::stats;
+use crate::tracking;
+use redis_module::{Context, InfoContext, NotifyEvent, RedisError, RedisResult, RedisString};
+use redis_module_macros::info_command_handler;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// The commands of [`commands::all`], by index.
+pub struct Commands;
+
+impl Dispatch for Commands {
+    /// Runs the command under the panic guard: a panic becomes an `ERR`
+    /// reply and a log line, never a crash, and a set the command left
+    /// empty is deleted (an empty set must not stay: the next RDB would not
+    /// load).
+    fn run(index: usize, ctx: &Context, args: &[RedisString]) -> RedisResult {
+        let Some(spec) = commands::by_index(index) else {
+            return Err(RedisError::Str(errors::INTERNAL));
+        };
+        let clock = Clock::of(ctx);
+        catch_unwind(AssertUnwindSafe(|| (spec.run)(ctx, args, clock))).unwrap_or_else(|_| {
+            ctx.log_warning(&format!(
+                "xset: a bug was caught in {}; the server keeps running",
+                spec.name
+            ));
+            if let (Some(key), true) = (args.get(1), spec.key_range().0 == 1) {
+                let _ = catch_unwind(AssertUnwindSafe(|| keyspace::delete_if_empty(ctx, key)));
+            }
+            Err(RedisError::Str(errors::INTERNAL))
+        })
+    }
+}
+
+/// The server events xset follows.
+pub struct Server;
+
+impl ServerHooks for Server {
+    fn before_sleep(ctx: &Context) {
+        expiry::before_sleep(ctx);
+    }
+
+    fn flushing(db: i32) {
+        tracking::with(|t| t.flush(db));
+    }
+
+    fn swapped(a: i32, b: i32) {
+        tracking::with(|t| t.swap(a, b));
+    }
+
+    fn command_arrives(name: &[u8]) {
+        clock::command_arrives(name);
+    }
+}
+
+/// Keyspace events that bring a value under a new name or database
+/// (`rename_to`, `move_to`, `copy_to`, `restore`, `loaded`): the key is
+/// tracked anew if it holds an xset.
+pub fn on_keyspace_event(ctx: &Context, _kind: NotifyEvent, event: &str, key: &[u8]) {
+    if !matches!(
+        event,
+        "rename_to" | "move_to" | "copy_to" | "restore" | "loaded"
+    ) {
+        return;
+    }
+    if catch_unwind(AssertUnwindSafe(|| keyspace::retrack(ctx, key))).is_err() {
+        ctx.log_warning("xset: a bug was caught in a keyspace event handler");
+    }
+}
+
+/// `INFO xset`: the counters, and the tracking index's sizes when it is
+/// free (never waited for: this may run for a crash report).
+#[info_command_handler]
+fn info(ctx: &InfoContext, _for_crash_report: bool) -> RedisResult<()> {
+    let mut section = ctx.builder().add_section("stats");
+    for (name, value) in stats::fields() {
+        section = section.field(name, value.to_string())?;
+    }
+    if let Some((tracked, due)) = tracking::sizes(server::milliseconds()) {
+        section = section
+            .field("keys_tracked", tracked.to_string())?
+            .field("keys_due", due.to_string())?;
+    }
+    section.build_section()?.build_info()?;
+    Ok(())
+}

@@ -1,0 +1,284 @@
+//! The only code that opens keys, propagates and notifies. Commands and the
+//! expiry cycle reach sets through [`with_write`], [`with_read`] and
+//! [`expire_due`]; what they change, they report through [`propagate_add`],
+//! [`propagate_rem`] and friends, which are written here once.
+//!
+//! Rules every path keeps:
+//! - on a primary, touching a key first reclaims its due members and
+//!   propagates that as `XSET.REM`; replicas and loaders never delete on
+//!   their own clock and hide expired members on reads;
+//! - writes are propagated in absolute form (`PXAT`), never as typed;
+//! - a set that becomes empty is deleted, with a `del` event;
+//! - the tracking index follows every change of a set's earliest deadline.
+
+use crate::clock::Clock;
+use crate::config;
+use crate::datatype::XSET_TYPE;
+use crate::ffi::command as ffi_command;
+use crate::ffi::server;
+use crate::stats;
+use crate::tracking;
+use crate::xset::{Member, XSet};
+use redis_module::key::KeyFlags;
+use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use std::ffi::CStr;
+use std::time::{Duration, Instant};
+
+/// At most this many due members are reclaimed when a command touches a
+/// key; any rest stays hidden from replies and is left to later touches, so
+/// one command never stalls the server on a huge backlog.
+pub const LAZY_RECLAIM_LIMIT: usize = 1024;
+
+/// Members the expiry cycle drains between two looks at the clock (and per
+/// propagated `XSET.REM`).
+const EXPIRY_CHUNK: usize = 128;
+
+/// Replicates `cmd key parts...` to replicas and the AOF.
+pub fn propagate(ctx: &Context, cmd: &str, key: &RedisString, parts: &[&[u8]]) {
+    let mut argv: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
+    argv.push(key.as_slice());
+    argv.extend_from_slice(parts);
+    ctx.replicate(cmd, argv.as_slice());
+}
+
+/// Replicates the removal of `members` as one `XSET.REM`.
+pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &RedisString, members: &[M]) {
+    if members.is_empty() {
+        return;
+    }
+    let parts: Vec<&[u8]> = members.iter().map(AsRef::as_ref).collect();
+    propagate(ctx, "XSET.REM", key, &parts);
+}
+
+/// Replicates that `pairs` (member, absolute deadline) were written, as
+/// `XSET.ADDEX key PXAT MEMBERS n member deadline ...`.
+pub fn propagate_add(ctx: &Context, key: &RedisString, pairs: &[(&RedisString, u64)]) {
+    match pairs {
+        [] => {}
+        [(member, deadline_ms)] => {
+            if !ffi_command::replicate_one_member_add(ctx, key, member, *deadline_ms) {
+                propagate_add_generic(ctx, key, pairs);
+            }
+        }
+        _ => propagate_add_generic(ctx, key, pairs),
+    }
+}
+
+fn propagate_add_generic(ctx: &Context, key: &RedisString, pairs: &[(&RedisString, u64)]) {
+    let deadlines: Vec<String> = pairs.iter().map(|(_, d)| d.to_string()).collect();
+    let count = pairs.len().to_string();
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(3 + 2 * pairs.len());
+    parts.extend([&b"PXAT"[..], b"MEMBERS", count.as_bytes()]);
+    for ((member, _), d) in pairs.iter().zip(&deadlines) {
+        parts.push(member.as_slice());
+        parts.push(d.as_bytes());
+    }
+    propagate(ctx, "XSET.ADDEX", key, &parts);
+}
+
+/// Replicates that `members` got deadline `deadline_ms`.
+pub fn propagate_deadline(ctx: &Context, key: &RedisString, deadline_ms: u64, members: &[&[u8]]) {
+    if members.is_empty() {
+        return;
+    }
+    let when = deadline_ms.to_string();
+    let count = members.len().to_string();
+    let mut parts: Vec<&[u8]> = vec![when.as_bytes(), b"MEMBERS", count.as_bytes()];
+    parts.extend_from_slice(members);
+    propagate(ctx, "XSET.PEXPIREAT", key, &parts);
+}
+
+/// Replicates that `members` lost their deadlines.
+pub fn propagate_persist(ctx: &Context, key: &RedisString, members: &[&[u8]]) {
+    if members.is_empty() {
+        return;
+    }
+    let count = members.len().to_string();
+    let mut parts: Vec<&[u8]> = vec![b"MEMBERS", count.as_bytes()];
+    parts.extend_from_slice(members);
+    propagate(ctx, "XSET.PERSIST", key, &parts);
+}
+
+/// Emits the module-class keyspace event `event` (`xset.add`, ...) for
+/// `key`.
+pub fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    server::notify(ctx, NotifyEvent::MODULE, event, key);
+}
+
+fn notify_del(ctx: &Context, key: &RedisString) {
+    server::notify(ctx, NotifyEvent::GENERIC, c"del", key);
+}
+
+/// Removes up to `limit` due members of `set`, propagates their removal as
+/// one `XSET.REM` and emits `xset.expired`; returns how many went. The one
+/// place where expiry deletes, for lazy and active expiry alike. Primary
+/// only. The caller deletes the key if the set is left empty.
+fn reclaim_due(
+    ctx: &Context,
+    key: &RedisString,
+    set: &mut XSet,
+    now_ms: u64,
+    limit: usize,
+) -> usize {
+    let (gone, _) = set.drain_expired(now_ms, limit);
+    if !gone.is_empty() {
+        propagate_rem(ctx, key, &gone);
+        notify(ctx, c"xset.expired", key);
+        if config::notify_expired_members() {
+            publish_expired(ctx, key, &gone);
+        }
+    }
+    gone.len()
+}
+
+/// Publishes each expired member on `__xset@<db>__:expired:<key>`, one
+/// message per member (binary-safe), when `xset.notify-expired-members` is
+/// on. Keyspace events name only the key; this says which members went.
+fn publish_expired(ctx: &Context, key: &RedisString, gone: &[Member]) {
+    let mut channel = format!("__xset@{}__:expired:", server::selected_db(ctx)).into_bytes();
+    channel.extend_from_slice(key.as_slice());
+    for member in gone {
+        server::publish(ctx, &channel, member);
+    }
+}
+
+/// Opens `key` for writing and runs `body` on its set: an empty set when the
+/// key is absent (stored afterwards only if `body` left members in it). On a
+/// primary, due members are reclaimed first. A set left empty is deleted.
+pub fn with_write(
+    ctx: &Context,
+    key: &RedisString,
+    clock: Clock,
+    body: impl FnOnce(&mut XSet) -> RedisResult,
+) -> RedisResult {
+    let handle = ctx.open_key_writable(key);
+    let existing = handle
+        .get_value::<XSet>(&XSET_TYPE)
+        .map_err(|_| RedisError::WrongType)?;
+    let tracked = existing.as_ref().map(|s| s.next_deadline());
+    let mut fresh = XSet::with_limits(config::limits());
+    let set: &mut XSet = match existing {
+        Some(set) => {
+            if clock.primary {
+                let n = reclaim_due(ctx, key, set, clock.now_ms, LAZY_RECLAIM_LIMIT);
+                stats::record_lazy(n);
+            }
+            set
+        }
+        None => &mut fresh,
+    };
+    let reply = body(set);
+    let empty = set.is_empty();
+    let next = set.next_deadline();
+    let db = server::selected_db(ctx);
+    match tracked {
+        Some(before) if empty => {
+            // The emptied value no longer knows where it was tracked.
+            tracking::with(|t| t.relocate(db, key.as_slice(), before, None));
+            handle.delete()?;
+            notify_del(ctx, key);
+        }
+        Some(before) if before == next => {}
+        Some(before) => tracking::with(|t| t.relocate(db, key.as_slice(), before, next)),
+        None if empty => {}
+        None => {
+            handle.set_value(&XSET_TYPE, fresh)?;
+            tracking::with(|t| t.relocate(db, key.as_slice(), None, next));
+        }
+    }
+    reply
+}
+
+/// Runs `body` on the set at `key` (`None` when absent), read-only. On a
+/// primary, a key with due members is first reclaimed through
+/// [`with_write`]; elsewhere expired members stay and the core's `now_ms`
+/// filters hide them.
+pub fn with_read(
+    ctx: &Context,
+    key: &RedisString,
+    clock: Clock,
+    body: impl FnOnce(Option<&XSet>) -> RedisResult,
+) -> RedisResult {
+    {
+        let handle = ctx.open_key(key);
+        let set = handle
+            .get_value::<XSet>(&XSET_TYPE)
+            .map_err(|_| RedisError::WrongType)?;
+        let due = clock.primary
+            && !clock.paused
+            && set
+                .and_then(XSet::next_deadline)
+                .is_some_and(|d| d <= clock.now_ms);
+        if !due {
+            return body(set);
+        }
+    }
+    with_write(ctx, key, clock, |_| Ok(RedisValue::NoReply))?;
+    let handle = ctx.open_key(key);
+    body(
+        handle
+            .get_value::<XSet>(&XSET_TYPE)
+            .map_err(|_| RedisError::WrongType)?,
+    )
+}
+
+/// After a command panicked: a body that panicked after emptying its set
+/// skipped the deletion, and an empty set must not stay (the next RDB would
+/// not load), so delete it.
+pub fn delete_if_empty(ctx: &Context, key: &RedisString) {
+    let handle = ctx.open_key_writable(key);
+    if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE)
+        && set.is_empty()
+        && handle.delete().is_ok()
+    {
+        notify_del(ctx, key);
+    }
+}
+
+/// Tracks `key` of the selected database anew after it arrived under this
+/// name (`RENAME`/`MOVE`/`COPY` targets, `RESTORE`, RDB loading). Keys of
+/// other types are left alone.
+pub fn retrack(ctx: &Context, key: &[u8]) {
+    let name = ctx.create_string(key);
+    let handle = ctx.open_key_with_flags(&name, KeyFlags::NOTOUCH);
+    if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) {
+        let db = server::selected_db(ctx);
+        tracking::with(|t| t.relocate(db, key, None, set.next_deadline()));
+    }
+}
+
+/// Drains the due members of `key` (popped from the tracking index) in the
+/// selected database, in chunks until none is due or `budget` since
+/// `started` is spent; tracks what is left anew, or deletes the key once
+/// empty. Returns how many members went.
+pub fn expire_due(
+    ctx: &Context,
+    key: &[u8],
+    now_ms: u64,
+    started: Instant,
+    budget: Duration,
+) -> usize {
+    let name = ctx.create_string(key);
+    let handle = ctx.open_key_writable(&name);
+    let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) else {
+        // Gone or no longer an xset: the popped entry was stale.
+        return 0;
+    };
+    let mut expired = 0;
+    loop {
+        let n = reclaim_due(ctx, &name, set, now_ms, EXPIRY_CHUNK);
+        expired += n;
+        if n < EXPIRY_CHUNK || started.elapsed() >= budget {
+            break;
+        }
+    }
+    if set.is_empty() {
+        if handle.delete().is_ok() {
+            notify_del(ctx, &name);
+        }
+    } else {
+        let db = server::selected_db(ctx);
+        tracking::with(|t| t.relocate(db, key, None, set.next_deadline()));
+    }
+    expired
+}

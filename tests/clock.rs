@@ -1,0 +1,221 @@
+//! Time is frozen exactly as the server freezes it for its own key expiry:
+//! one snapshot per top-level command, held for a whole `MULTI`/`EXEC`,
+//! script or function. Each test writes an xset member and a native
+//! `SET ... PX` key with the same TTL in the same transaction, makes slow
+//! work happen, and checks that the two live and die together. None of them
+//! waits for `TIME` to move inside a script (it is cached on 7.2+).
+
+mod common;
+
+use common::*;
+use redis::{Connection, Value};
+use std::time::{Duration, Instant};
+
+/// Slow work inside the transaction: the member and the key stay live until
+/// `EXEC` ends, and the member's TTL reads as set.
+#[test]
+fn a_transaction_runs_at_one_instant() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let replies: Vec<Value> = redis::pipe()
+        .atomic()
+        .cmd("XSET.ADDEX")
+        .arg("m")
+        .arg("PX")
+        .arg("MEMBERS")
+        .arg(1)
+        .arg("a")
+        .arg(200)
+        .cmd("SET")
+        .arg("native")
+        .arg("v")
+        .arg("PX")
+        .arg(200)
+        .cmd("DEBUG")
+        .arg("SLEEP")
+        .arg("0.3")
+        .cmd("XSET.HAS")
+        .arg("m")
+        .arg("a")
+        .cmd("EXISTS")
+        .arg("native")
+        .cmd("XSET.PTTL")
+        .arg("m")
+        .arg("a")
+        .query(&mut c)
+        .expect("MULTI");
+    assert_eq!(replies[3], Value::Int(1), "member live inside EXEC");
+    assert_eq!(replies[4], Value::Int(1), "native key live inside EXEC");
+    assert_eq!(replies[5], Value::Int(200), "TTL frozen inside EXEC");
+    assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "m", "a"]), 0);
+    assert_eq!(q::<i64>(&mut c, c!["EXISTS", "native"]), 0);
+}
+
+/// Slow work before the transaction in the same event-loop pass (a
+/// pipelined `DEBUG SLEEP`) must not shorten TTLs set inside it: the
+/// transaction's time is its own start, not the loop's wake-up.
+#[test]
+fn earlier_work_in_the_same_loop_pass_does_not_shorten_ttls() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let replies: Vec<Value> = redis::pipe()
+        .cmd("DEBUG")
+        .arg("SLEEP")
+        .arg("0.3")
+        .cmd("MULTI")
+        .cmd("XSET.ADDEX")
+        .arg("m")
+        .arg("PX")
+        .arg("MEMBERS")
+        .arg(1)
+        .arg("a")
+        .arg(200)
+        .cmd("SET")
+        .arg("native")
+        .arg("v")
+        .arg("PX")
+        .arg(200)
+        .cmd("EXEC")
+        .cmd("XSET.HAS")
+        .arg("m")
+        .arg("a")
+        .cmd("EXISTS")
+        .arg("native")
+        .cmd("XSET.PTTL")
+        .arg("m")
+        .arg("a")
+        .cmd("PTTL")
+        .arg("native")
+        .query(&mut c)
+        .expect("pipeline");
+    let n = replies.len();
+    assert_eq!(replies[n - 4], Value::Int(1), "member live after EXEC");
+    assert_eq!(replies[n - 3], Value::Int(1), "native key live after EXEC");
+    let (Value::Int(member), Value::Int(native)) = (&replies[n - 2], &replies[n - 1]) else {
+        panic!("PTTL replies: {replies:?}");
+    };
+    assert!(*member > 100, "member TTL {member}");
+    assert!(
+        (member - native).abs() <= 20,
+        "member {member} ms vs native {native} ms"
+    );
+}
+
+/// How many iterations of a Lua counting loop take about `target`.
+fn calibrate_loop(c: &mut Connection, target: Duration) -> u64 {
+    let n: u64 = 2_000_000;
+    let started = Instant::now();
+    let _: i64 = redis::cmd("EVAL")
+        .arg("local x = 0 for i = 1, tonumber(ARGV[1]) do x = x + 1 end return 1")
+        .arg(0)
+        .arg(n)
+        .query(c)
+        .expect("calibration");
+    let took = started.elapsed().as_secs_f64().max(0.001);
+    ((n as f64) * target.as_secs_f64() / took) as u64
+}
+
+const SCRIPT: &str = r#"
+    redis.call('XSET.ADDEX', KEYS[1], 'PX', 'MEMBERS', 1, 'a', ARGV[1])
+    redis.call('SET', KEYS[2], 'v', 'PX', ARGV[1])
+    local x = 0
+    for i = 1, tonumber(ARGV[2]) do x = x + 1 end
+    return {redis.call('XSET.HAS', KEYS[1], 'a'), redis.call('EXISTS', KEYS[2]),
+            redis.call('XSET.PTTL', KEYS[1], 'a')}
+"#;
+
+/// Runs `call` (an EVAL or FCALL of [`SCRIPT`]) for about 900 ms with a
+/// 300 ms TTL, past `busy-reply-threshold`, while another client's `EVAL`
+/// arrives mid-way and is refused as busy. Inside, the member and the key
+/// are both live and the TTL reads as set; afterwards both are gone.
+fn check_script_time(s: &Server, c: &mut Connection, call: redis::Cmd) {
+    let port = s.port;
+    let other = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        let mut c2 = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|cl| cl.get_connection())
+            .expect("second client");
+        redis::cmd("EVAL")
+            .arg("return 1")
+            .arg(0)
+            .query::<i64>(&mut c2)
+            .err()
+            .and_then(|e| e.code().map(str::to_string))
+    });
+    let started = Instant::now();
+    let r: Vec<i64> = call.query(c).expect("script");
+    let took = started.elapsed();
+    let refused = other.join().expect("second client thread");
+    assert!(
+        took >= Duration::from_millis(600),
+        "script too short: {took:?}"
+    );
+    assert_eq!(
+        refused.as_deref(),
+        Some("BUSY"),
+        "the EVAL mid-way was refused"
+    );
+    assert_eq!(r, [1, 1, 300], "member live, key live, TTL as set");
+    assert_eq!(q::<i64>(c, c!["XSET.HAS", "m", "a"]), 0);
+    assert_eq!(q::<i64>(c, c!["EXISTS", "native"]), 0);
+}
+
+#[test]
+fn a_script_past_the_busy_threshold_keeps_its_start_time() {
+    let s = Server::start(&["--busy-reply-threshold", "100"]);
+    let mut c = s.conn();
+    let n = calibrate_loop(&mut c, Duration::from_millis(900));
+    let mut call = redis::cmd("EVAL");
+    call.arg(SCRIPT)
+        .arg(2)
+        .arg("m")
+        .arg("native")
+        .arg(300)
+        .arg(n);
+    check_script_time(&s, &mut c, call);
+}
+
+#[test]
+fn a_function_past_the_busy_threshold_keeps_its_start_time() {
+    let s = Server::start(&["--busy-reply-threshold", "100"]);
+    let mut c = s.conn();
+    let library = format!(
+        "#!lua name=xsetclock\nredis.register_function('slow', function(KEYS, ARGV) {SCRIPT} end)"
+    );
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(library)
+        .query(&mut c)
+        .expect("FUNCTION LOAD");
+    let n = calibrate_loop(&mut c, Duration::from_millis(900));
+    let mut call = redis::cmd("FCALL");
+    call.arg("slow")
+        .arg(2)
+        .arg("m")
+        .arg("native")
+        .arg(300)
+        .arg(n);
+    check_script_time(&s, &mut c, call);
+}
+
+/// Outside transactions every command reads the clock anew: a member set
+/// with a 50 ms TTL is gone 80 ms later, and `XSET.PTTL` counts down.
+#[test]
+fn plain_commands_read_the_clock() {
+    let s = Server::start(&["--save", ""]);
+    let mut c = s.conn();
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", "m", "PX", "MEMBERS", "1", "a", "5000"],
+    );
+    let first: i64 = q(&mut c, c!["XSET.PTTL", "m", "a"]);
+    std::thread::sleep(Duration::from_millis(30));
+    let second: i64 = q(&mut c, c!["XSET.PTTL", "m", "a"]);
+    assert!(second < first, "{second} < {first}");
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", "m", "PX", "MEMBERS", "1", "b", "50"],
+    );
+    std::thread::sleep(Duration::from_millis(80));
+    assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "m", "b"]), 0);
+}

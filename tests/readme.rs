@@ -1,0 +1,394 @@
+//! The README is executable: every fenced block holding redis-cli prompt
+//! lines (`127.0.0.1:6379> ...`) runs against a fresh server, line by line
+//! on one connection, and each printed reply must equal what redis-cli
+//! prints for the real one. Lines are split as redis-cli splits them
+//! (quotes and escapes), so a line that does not paste fails here too.
+//!
+//! The only values allowed to differ are those that depend on the clock:
+//! non-negative integers in replies to the TTL and deadline commands
+//! (`XSET.TTL`, `XSET.PEXPIRETIME`, `... WITHTTL`, `PTTL`, ...), the
+//! numbers in `INFO`, and the cursor of a scan that has not finished (it
+//! carries a random epoch).
+
+mod common;
+
+use common::Server;
+use redis::{Connection, Value};
+
+/// One command line of a block, with what the README says it prints.
+struct Step {
+    line: String,
+    in_transaction: bool,
+    expected: Vec<String>,
+}
+
+/// Splits a line as redis-cli does (`sdssplitargs`): words separated by
+/// spaces; `"..."` with `\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\a` and `\xHH`
+/// escapes; `'...'` with `\'`. A closing quote must end the word.
+fn split_args(line: &str) -> Result<Vec<Vec<u8>>, String> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == b.len() {
+            return Ok(out);
+        }
+        let mut word = Vec::new();
+        let (mut dq, mut sq) = (false, false);
+        loop {
+            if dq {
+                match b.get(i) {
+                    None => return Err(format!("unbalanced quotes in {line}")),
+                    Some(b'\\') if i + 3 < b.len() && b[i + 1] == b'x' => {
+                        let hex = std::str::from_utf8(&b[i + 2..i + 4]).unwrap_or("");
+                        match u8::from_str_radix(hex, 16) {
+                            Ok(v) => {
+                                word.push(v);
+                                i += 3;
+                            }
+                            Err(_) => word.push(b'\\'),
+                        }
+                    }
+                    Some(b'\\') if i + 1 < b.len() => {
+                        i += 1;
+                        word.push(match b[i] {
+                            b'n' => b'\n',
+                            b'r' => b'\r',
+                            b't' => b'\t',
+                            b'b' => 8,
+                            b'a' => 7,
+                            c => c,
+                        });
+                    }
+                    Some(b'"') => {
+                        if b.get(i + 1).is_some_and(|c| !c.is_ascii_whitespace()) {
+                            return Err(format!("closing quote not followed by space: {line}"));
+                        }
+                        i += 1;
+                        break;
+                    }
+                    Some(&c) => word.push(c),
+                }
+            } else if sq {
+                match b.get(i) {
+                    None => return Err(format!("unbalanced quotes in {line}")),
+                    Some(b'\\') if b.get(i + 1) == Some(&b'\'') => {
+                        i += 1;
+                        word.push(b'\'');
+                    }
+                    Some(b'\'') => {
+                        if b.get(i + 1).is_some_and(|c| !c.is_ascii_whitespace()) {
+                            return Err(format!("closing quote not followed by space: {line}"));
+                        }
+                        i += 1;
+                        break;
+                    }
+                    Some(&c) => word.push(c),
+                }
+            } else {
+                match b.get(i) {
+                    None => break,
+                    Some(c) if c.is_ascii_whitespace() => break,
+                    Some(b'"') => dq = true,
+                    Some(b'\'') => sq = true,
+                    Some(&c) => word.push(c),
+                }
+            }
+            i += 1;
+        }
+        out.push(word);
+    }
+}
+
+/// A string as redis-cli quotes it (`sdscatrepr`).
+fn repr(s: &[u8]) -> String {
+    let mut out = String::from("\"");
+    for &c in s {
+        match c {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            7 => out.push_str("\\a"),
+            8 => out.push_str("\\b"),
+            c if (0x20..0x7f).contains(&c) => out.push(c as char),
+            c => out.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A reply as redis-cli prints it on a terminal (`cliFormatReplyTTY`).
+fn format_reply(v: &Value, prefix: &str) -> String {
+    match v {
+        Value::Nil => "(nil)\n".into(),
+        Value::Int(i) => format!("(integer) {i}\n"),
+        Value::BulkString(s) => format!("{}\n", repr(s)),
+        Value::SimpleString(s) => format!("{s}\n"),
+        Value::Okay => "OK\n".into(),
+        Value::ServerError(e) => format!(
+            "(error) {}{}\n",
+            e.code(),
+            e.details().map(|d| format!(" {d}")).unwrap_or_default()
+        ),
+        Value::Array(items) if items.is_empty() => "(empty array)\n".into(),
+        Value::Array(items) => {
+            let idxlen = items.len().to_string().len();
+            let inner = format!("{prefix}{}", " ".repeat(idxlen + 2));
+            let mut out = String::new();
+            for (i, item) in items.iter().enumerate() {
+                let lead = if i == 0 { "" } else { prefix };
+                out.push_str(&format!("{lead}{:>idxlen$}) ", i + 1));
+                out.push_str(&format_reply(item, &inner));
+            }
+            out
+        }
+        other => format!("{other:?}\n"),
+    }
+}
+
+/// Commands whose non-negative integer replies depend on the clock.
+const CLOCK_COMMANDS: [&str; 9] = [
+    "XSET.TTL",
+    "XSET.PTTL",
+    "XSET.EXPIRETIME",
+    "XSET.PEXPIRETIME",
+    "TTL",
+    "PTTL",
+    "EXPIRETIME",
+    "PEXPIRETIME",
+    "TIME",
+];
+
+fn clock_dependent(args: &[Vec<u8>]) -> bool {
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+    CLOCK_COMMANDS.contains(&name.as_str())
+        || args.iter().any(|a| a.eq_ignore_ascii_case(b"WITHTTL"))
+}
+
+fn integer_of(line: &str) -> Option<i64> {
+    line.trim_start()
+        .split_once("(integer) ")
+        .and_then(|(_, n)| n.parse().ok())
+}
+
+/// Whether `got` may stand for `want` in the reply to `args`.
+fn line_matches(args: &[Vec<u8>], want: &str, got: &str, index: usize) -> bool {
+    if want == got {
+        return true;
+    }
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+    let prefix = |s: &str| s.split("(integer)").next().unwrap_or("").to_string();
+    if clock_dependent(args)
+        && let (Some(w), Some(g)) = (integer_of(want), integer_of(got))
+    {
+        return w >= 0 && g >= 0 && prefix(want) == prefix(got);
+    }
+    if name == "INFO" {
+        let digitless = |s: &str| s.replace(|c: char| c.is_ascii_digit(), "");
+        return digitless(want) == digitless(got);
+    }
+    if name == "XSET.SCAN" && index == 0 {
+        // An unfinished scan's cursor: any number but "0".
+        let number = |s: &str| {
+            s.trim_start_matches("1) ")
+                .trim_matches('"')
+                .parse::<u64>()
+                .ok()
+        };
+        return matches!((number(want), number(got)), (Some(w), Some(g)) if w != 0 && g != 0);
+    }
+    false
+}
+
+/// The blocks of `readme` that hold prompt lines, with their line numbers.
+fn blocks(readme: &str) -> Vec<(usize, Vec<Step>)> {
+    let lines: Vec<&str> = readme.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if !lines[i].trim_start().starts_with("```") {
+            i += 1;
+            continue;
+        }
+        let fence_indent = lines[i].len() - lines[i].trim_start().len();
+        let start = i + 1;
+        let mut end = start;
+        while end < lines.len() && !lines[end].trim_start().starts_with("```") {
+            end += 1;
+        }
+        let body = &lines[start..end.min(lines.len())];
+        i = end + 1;
+        if !body
+            .iter()
+            .any(|l| l.trim_start().starts_with("127.0.0.1:6379"))
+        {
+            continue;
+        }
+        let mut steps: Vec<Step> = Vec::new();
+        for (n, raw) in body.iter().enumerate() {
+            let line = raw.trim_start();
+            let prompt = [("127.0.0.1:6379> ", false), ("127.0.0.1:6379(TX)> ", true)]
+                .into_iter()
+                .find_map(|(p, tx)| line.strip_prefix(p).map(|cmd| (cmd, tx)));
+            if let Some((cmd, in_transaction)) = prompt {
+                steps.push(Step {
+                    line: cmd.to_string(),
+                    in_transaction,
+                    expected: Vec::new(),
+                });
+            } else if let Some(step) = steps.last_mut() {
+                // The reply keeps its own indentation, less the fence's.
+                let indent = (raw.len() - line.len()).min(fence_indent);
+                step.expected.push(raw[indent..].to_string());
+            } else if !line.is_empty() {
+                panic!(
+                    "README line {}: text before the first prompt in an example block",
+                    start + n + 1
+                );
+            }
+        }
+        out.push((start, steps));
+    }
+    out
+}
+
+/// Commands whose reply redis-cli prints raw (as `INFO`).
+fn raw_output(args: &[Vec<u8>]) -> bool {
+    args[0].eq_ignore_ascii_case(b"INFO")
+}
+
+fn run_block(c: &mut Connection, at: usize, steps: &[Step], failures: &mut Vec<String>) {
+    let mut in_multi = false;
+    for step in steps {
+        let args = match split_args(&step.line) {
+            Ok(a) if !a.is_empty() => a,
+            Ok(_) => {
+                failures.push(format!("block at line {at}: empty command line"));
+                continue;
+            }
+            Err(e) => {
+                failures.push(format!("block at line {at}: {e}"));
+                continue;
+            }
+        };
+        if step.in_transaction != in_multi {
+            failures.push(format!(
+                "block at line {at}: `{}` shows the wrong prompt for the transaction state",
+                step.line
+            ));
+        }
+        if args.iter().any(|a| a.as_slice() == b"#") {
+            failures.push(format!(
+                "block at line {at}: `{}` has an inline comment",
+                step.line
+            ));
+        }
+        let mut cmd = redis::cmd(&String::from_utf8_lossy(&args[0]));
+        for a in &args[1..] {
+            cmd.arg(a.as_slice());
+        }
+        let name = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+        let printed = match cmd.query::<Value>(c) {
+            Ok(reply) => {
+                if name == "MULTI" && reply == Value::Okay {
+                    in_multi = true;
+                } else if name == "EXEC" || name == "DISCARD" {
+                    in_multi = false;
+                }
+                match (&reply, raw_output(&args)) {
+                    (Value::BulkString(s), true) => String::from_utf8_lossy(s).replace('\r', ""),
+                    _ => format_reply(&reply, ""),
+                }
+            }
+            Err(e) => {
+                if name == "EXEC" || name == "DISCARD" {
+                    in_multi = false;
+                }
+                match (e.code(), e.detail()) {
+                    (Some(code), Some(detail)) => format!("(error) {code} {detail}\n"),
+                    (Some(code), None) => format!("(error) {code}\n"),
+                    _ => panic!("block at line {at}: `{}`: {e}", step.line),
+                }
+            }
+        };
+        let got: Vec<&str> = printed.trim_end_matches('\n').lines().collect();
+        let want: Vec<&str> = step
+            .expected
+            .iter()
+            .map(String::as_str)
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        let got: Vec<&str> = got.into_iter().filter(|l| !l.trim().is_empty()).collect();
+        let same = want.len() == got.len()
+            && want
+                .iter()
+                .zip(&got)
+                .enumerate()
+                .all(|(i, (w, g))| line_matches(&args, w, g, i));
+        if !same {
+            failures.push(format!(
+                "block at line {at}: `{}`\n  README:\n    {}\n  server:\n    {}",
+                step.line,
+                want.join("\n    "),
+                got.join("\n    ")
+            ));
+        }
+    }
+}
+
+#[test]
+fn every_readme_example_runs_as_printed() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let blocks = blocks(&readme);
+    assert!(
+        blocks.len() >= 10,
+        "found only {} example blocks",
+        blocks.len()
+    );
+    let mut failures = Vec::new();
+    let mut commands = 0;
+    for (at, steps) in &blocks {
+        // A fresh server per block: no keys or configuration carried over.
+        let server = Server::start(&[]);
+        let mut c = server.conn();
+        commands += steps.len();
+        run_block(&mut c, *at, steps, &mut failures);
+    }
+    assert!(commands >= 50, "only {commands} example commands");
+    assert!(
+        failures.is_empty(),
+        "{} README example lines differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_runner_reads_lines_as_redis_cli_does() {
+    let args = split_args(r#"EVAL "return {'a\"b'}" 0 'it\'s' x\x41"#).expect("split");
+    assert_eq!(
+        args,
+        [
+            b"EVAL".to_vec(),
+            b"return {'a\"b'}".to_vec(),
+            b"0".to_vec(),
+            b"it's".to_vec(),
+            b"x\\x41".to_vec()
+        ]
+    );
+    assert!(split_args(r#"SET k "v"x"#).is_err());
+    let nested = Value::Array(vec![
+        Value::BulkString(b"0".to_vec()),
+        Value::Array((0..10).map(Value::Int).collect()),
+    ]);
+    let printed = format_reply(&nested, "");
+    assert!(printed.starts_with("1) \"0\"\n2)  1) (integer) 0\n    2) (integer) 1\n"));
+    assert!(printed.ends_with("   10) (integer) 9\n"), "{printed}");
+}
