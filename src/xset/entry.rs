@@ -1,5 +1,5 @@
 //! One slot of the large encoding's slab: a member and its deadline in 24
-//! bytes. Members of up to [`INLINE_MAX`] bytes are stored inline (ids,
+//! bytes. Members of up to [`ENTRY_INLINE_MAX`] bytes are stored inline (ids,
 //! codes and hashes mostly are), longer ones in a boxed slice.
 //!
 //! The deadline takes 48 bits, as in the small encoding: exact up to the
@@ -13,7 +13,7 @@ use super::deadline::NO_DEADLINE;
 use super::member::{self, Member};
 
 /// The longest member stored inline.
-pub const INLINE_MAX: usize = 16;
+pub const ENTRY_INLINE_MAX: usize = 16;
 
 /// A member's deadline in 48 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub(super) enum InlineLen {
     L16,
 }
 
-const LENS: [InlineLen; INLINE_MAX + 1] = {
+const LENS: [InlineLen; ENTRY_INLINE_MAX + 1] = {
     use InlineLen::*;
     [
         L0, L1, L2, L3, L4, L5, L6, L7, L8, L9, L10, L11, L12, L13, L14, L15, L16,
@@ -81,7 +81,7 @@ const LENS: [InlineLen; INLINE_MAX + 1] = {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Entry {
     Inline {
-        bytes: [u8; INLINE_MAX],
+        bytes: [u8; ENTRY_INLINE_MAX],
         lo: u32,
         hi: u16,
         len: InlineLen,
@@ -103,7 +103,7 @@ impl Entry {
         let (lo, hi) = split(code);
         match LENS.get(member.len()) {
             Some(&len) => {
-                let mut bytes = [0; INLINE_MAX];
+                let mut bytes = [0; ENTRY_INLINE_MAX];
                 bytes[..member.len()].copy_from_slice(member);
                 Entry::Inline { bytes, lo, hi, len }
             }
@@ -140,7 +140,9 @@ impl Entry {
     /// members compare equal by bytes.
     pub fn into_member(self) -> Member {
         match self {
-            Entry::Heap { bytes, .. } if bytes.len() > member::INLINE_MAX => Member::Heap(bytes),
+            Entry::Heap { bytes, .. } if bytes.len() > member::MEMBER_INLINE_MAX => {
+                Member::Heap(bytes)
+            }
             _ => Member::new(self.member()),
         }
     }
@@ -173,12 +175,12 @@ mod tests {
             DeadlineCode::LATEST,
             DeadlineCode::LATEST + 1,
         ];
-        for n in 0..=INLINE_MAX + 3 {
+        for n in 0..=ENTRY_INLINE_MAX + 3 {
             let bytes: Vec<u8> = (0..n as u8).map(|b| b.wrapping_mul(37)).collect();
             for &d in codes.iter().chain(&[NO_DEADLINE, i64::MAX as u64]) {
                 let mut e = Entry::new(&bytes, DeadlineCode::of(d));
                 assert_eq!(e.member(), &bytes[..]);
-                assert_eq!(matches!(e, Entry::Inline { .. }), n <= INLINE_MAX);
+                assert_eq!(matches!(e, Entry::Inline { .. }), n <= ENTRY_INLINE_MAX);
                 let want = if d > DeadlineCode::LATEST && d != NO_DEADLINE {
                     None
                 } else {
@@ -188,7 +190,7 @@ mod tests {
                 e.set_code(DeadlineCode::of(7));
                 assert_eq!(e.code().exact(), Some(7));
                 assert_eq!(e.member(), &bytes[..]);
-                assert_eq!(e.heap_bytes() > 0, n > INLINE_MAX);
+                assert_eq!(e.heap_bytes() > 0, n > ENTRY_INLINE_MAX);
                 assert_eq!(e.into_member(), Member::new(&bytes));
             }
         }

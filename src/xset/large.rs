@@ -22,8 +22,8 @@ use super::order::DeadlineIndex;
 use super::slab::Chunked;
 use super::store::{Items, Store};
 use super::table::SlotTable;
-use hashbrown::DefaultHashBuilder;
 use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
 /// The most trailing vacant slots one removal trims.
@@ -38,7 +38,7 @@ pub struct Large {
     by_deadline: DeadlineIndex,
     /// Exact deadlines of the entries coded [`DeadlineCode::FAR`].
     far: HashMap<u32, u64>,
-    hasher: DefaultHashBuilder,
+    hasher: RandomState,
     len: usize,
     member_heap_bytes: usize,
 }
@@ -86,7 +86,7 @@ impl Large {
     /// so the table can be borrowed mutably beside it.
     fn slot_hashes<'a>(
         slots: &'a Chunked<Option<Entry>>,
-        hasher: &'a DefaultHashBuilder,
+        hasher: &'a RandomState,
     ) -> impl Fn(u32) -> u64 + 'a {
         move |slot| match &slots[slot as usize] {
             Some(e) => hasher.hash_one(e.member()),

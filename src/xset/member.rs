@@ -7,21 +7,24 @@
 use std::ops::Deref;
 
 /// The longest member kept inline.
-pub const INLINE_MAX: usize = 22;
+pub const MEMBER_INLINE_MAX: usize = 22;
 
-/// The bytes of one member: inline up to [`INLINE_MAX`] bytes, boxed
+/// The bytes of one member: inline up to [`MEMBER_INLINE_MAX`] bytes, boxed
 /// beyond. 24 bytes either way.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Member {
-    Inline { len: u8, bytes: [u8; INLINE_MAX] },
+    Inline {
+        len: u8,
+        bytes: [u8; MEMBER_INLINE_MAX],
+    },
     Heap(Box<[u8]>),
 }
 
 impl Member {
     /// Copies `bytes` into a member.
     pub fn new(bytes: &[u8]) -> Member {
-        if bytes.len() <= INLINE_MAX {
-            let mut inline = [0; INLINE_MAX];
+        if bytes.len() <= MEMBER_INLINE_MAX {
+            let mut inline = [0; MEMBER_INLINE_MAX];
             inline[..bytes.len()].copy_from_slice(bytes);
             Member::Inline {
                 len: bytes.len() as u8,
@@ -87,11 +90,11 @@ mod tests {
     fn round_trips_at_every_length_around_the_inline_limit() {
         assert_eq!(std::mem::size_of::<Member>(), 24);
         assert_eq!(std::mem::size_of::<Option<Member>>(), 24);
-        for n in 0..=INLINE_MAX + 3 {
+        for n in 0..=MEMBER_INLINE_MAX + 3 {
             let bytes: Vec<u8> = (0..n as u8).collect();
             let m = Member::new(&bytes);
             assert_eq!(&*m, &bytes[..]);
-            assert_eq!(matches!(m, Member::Inline { .. }), n <= INLINE_MAX);
+            assert_eq!(matches!(m, Member::Inline { .. }), n <= MEMBER_INLINE_MAX);
         }
     }
 

@@ -213,7 +213,7 @@ const COMPACT_MAX_MEMBERS: usize = 8192;
 /// scan starts over instead of skipping members.
 fn random_epoch() -> u32 {
     use std::hash::BuildHasher;
-    (hashbrown::DefaultHashBuilder::default().hash_one(0u8) as u32) & EPOCH_MASK
+    (std::collections::hash_map::RandomState::new().hash_one(0u8) as u32) & EPOCH_MASK
 }
 
 impl Default for XSet {

@@ -42,29 +42,29 @@ pub struct Small {
 }
 
 /// One decoded entry.
-struct Entry<'a> {
+struct SmallEntry<'a> {
     at: usize,
     deadline_ms: u64,
     member: &'a [u8],
 }
 
-impl Entry<'_> {
+impl SmallEntry<'_> {
     fn end(&self) -> usize {
         self.at + HEADER + self.member.len()
     }
 }
 
 impl Small {
-    fn entry_at(&self, at: usize) -> Entry<'_> {
+    fn entry_at(&self, at: usize) -> SmallEntry<'_> {
         let len = self.buf[at + 6] as usize;
-        Entry {
+        SmallEntry {
             at,
             deadline_ms: unpack(&self.buf[at..at + 6]),
             member: &self.buf[at + HEADER..at + HEADER + len],
         }
     }
 
-    fn entries(&self) -> impl Iterator<Item = Entry<'_>> + '_ {
+    fn entries(&self) -> impl Iterator<Item = SmallEntry<'_>> + '_ {
         let mut at = 0;
         std::iter::from_fn(move || {
             if at >= self.buf.len() {
