@@ -68,6 +68,23 @@ fn cluster_ok(port: u16) -> bool {
     info.contains("cluster_state:ok")
 }
 
+/// Whether the node on `port` has a replica in `online` state (`WAIT`
+/// counts only those; a first sync takes up to a second on Valkey 9.1).
+fn has_online_replica(port: u16) -> bool {
+    let info: String = q(&mut conn_to(port), c!["INFO", "replication"]);
+    info.contains("state=online")
+}
+
+/// Waits until every write made on the node on `port` so far reached its
+/// replica.
+fn wait_replicated(port: u16) {
+    assert_eq!(
+        q::<i64>(&mut conn_to(port), c!["WAIT", "1", "5000"]),
+        1,
+        "the replica of {port} acknowledged every write"
+    );
+}
+
 fn node_id(port: u16) -> String {
     q(&mut conn_to(port), c!["CLUSTER", "MYID"])
 }
@@ -118,6 +135,11 @@ fn reshard_and_failover_lose_nothing() {
     let router = Router::load(&mut any);
     let primaries: Vec<u16> = router.ranges.iter().map(|r| r.2).collect();
     assert_eq!(primaries.len(), 3);
+    for &p in &primaries {
+        wait_until("a replica online", Duration::from_secs(20), || {
+            has_online_replica(p)
+        });
+    }
 
     // Keys over all slots with long-lived members (and, later, keys whose
     // only members fall due after the failover).
@@ -144,7 +166,7 @@ fn reshard_and_failover_lose_nothing() {
         );
     }
     for &p in &primaries {
-        q::<i64>(&mut conn_to(p), c!["WAIT", "1", "2000"]);
+        wait_replicated(p);
     }
     let before = read_all(&router, &mut any, &keys);
 
@@ -224,7 +246,7 @@ fn reshard_and_failover_lose_nothing() {
         );
     }
     for &p in &primaries {
-        q::<i64>(&mut conn_to(p), c!["WAIT", "1", "2000"]);
+        wait_replicated(p);
     }
 
     // Fail a primary: its replica takes over with everything.

@@ -4,6 +4,10 @@
 //! The module is `target/release/libxset.so` built with the
 //! `fault-injection` feature (`scripts/test` builds it), or the path in
 //! `XSET_MODULE`.
+//!
+//! The server is `redis-server` from `PATH`, or the binary in
+//! `XSET_SERVER` (any Redis or Valkey server: `scripts/test --matrix` runs
+//! the integration tests once per server that `scripts/servers` provides).
 
 #![allow(dead_code)]
 
@@ -45,6 +49,14 @@ fn free_cluster_port() -> u16 {
     panic!("no free port pair for a cluster node");
 }
 
+/// The server binary: `XSET_SERVER`, or `redis-server` on `PATH`.
+pub fn server_bin() -> String {
+    match std::env::var("XSET_SERVER") {
+        Ok(p) if !p.is_empty() => p,
+        _ => "redis-server".to_string(),
+    }
+}
+
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
 /// A running `redis-server` with xset loaded; killed and cleaned on drop.
@@ -84,7 +96,7 @@ impl Server {
         let module = module_path();
         for _attempt in 0..5 {
             let port = pick_port();
-            let mut cmd = Command::new("redis-server");
+            let mut cmd = Command::new(server_bin());
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
@@ -99,9 +111,13 @@ impl Server {
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            let child = cmd
-                .spawn()
-                .expect("redis-server on PATH (scripts/test installs it)");
+            let child = cmd.spawn().unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {} ({e}): scripts/test installs redis-server; \
+                     XSET_SERVER names another server binary",
+                    server_bin()
+                )
+            });
             let mut server = Server {
                 port,
                 dir: dir.clone(),
@@ -115,7 +131,7 @@ impl Server {
             let _ = server.child.kill();
             let _ = server.child.wait();
         }
-        panic!("redis-server did not start; log:\n{}", read_log(&dir));
+        panic!("{} did not start; log:\n{}", server_bin(), read_log(&dir));
     }
 
     fn wait_ready(&mut self) -> bool {
