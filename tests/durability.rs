@@ -351,3 +351,48 @@ fn unlink_frees_a_big_set_lazily() {
     q::<i64>(&mut c, c!["UNLINK", "small"]);
     assert_eq!(lazyfreed(&mut c), mid);
 }
+
+/// An AOF written by version 0.1 holds adds as `XSET.ADD key PXAT MEMBERS n
+/// ...` (an odd argument count, never a valid pair list): it still loads,
+/// with exact deadlines, while a client's odd `XSET.ADD` stays an error.
+#[test]
+fn an_aof_from_version_0_1_still_loads() {
+    let dir = scratch("legacy-aof");
+    let resp = |args: &[&str]| {
+        let mut out = format!("*{}\r\n", args.len());
+        for a in args {
+            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        out
+    };
+    let far = T0 + 1000;
+    let (d1, d2) = (far.to_string(), (far + 1).to_string());
+    let aof = [
+        resp(&["SELECT", "0"]),
+        resp(&[
+            "XSET.ADD", "old", "PXAT", "MEMBERS", "2", "a", &d1, "MEMBERS", &d2,
+        ]),
+        resp(&["XSET.PERSIST", "old", "MEMBERS", "1", "MEMBERS"]),
+    ]
+    .concat();
+    std::fs::write(dir.join("appendonly.aof"), aof).expect("write the AOF");
+    let s = start_in(&dir, &["--appendonly", "yes"]);
+    let mut c = s.conn();
+    assert_eq!(
+        q::<Vec<i64>>(
+            &mut c,
+            c!["XSET.PEXPIRETIME", "old", "MEMBERS", "2", "a", "MEMBERS"]
+        ),
+        [far as i64, -1],
+        "log: {}",
+        s.log()
+    );
+    let odd = try_q::<i64>(
+        &mut c,
+        c!["XSET.ADD", "old", "PXAT", "MEMBERS", "1", "b", &d1],
+    );
+    assert!(
+        odd.is_err_and(|e| e.to_string().contains("wrong number of arguments")),
+        "a client's odd XSET.ADD is an arity error"
+    );
+}

@@ -1,0 +1,290 @@
+//! What the server reports about xset's commands is the one table, and the
+//! README's reference says the same: `COMMAND DOCS` of every command
+//! (summary, complexity, the full argument tree rendered as a syntax line)
+//! and `COMMAND INFO` (arity, key specs, ACL categories where the server
+//! has them) are compared with the README's reference rows. ACL rules by
+//! category and by command name are checked against real users.
+
+mod common;
+
+use common::*;
+use redis::{Connection, Value};
+use std::collections::BTreeMap;
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Int(i) => i.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A flat `[k1, v1, k2, v2, ...]` reply (or a RESP3 map) as a map.
+fn pairs(v: &Value) -> BTreeMap<String, Value> {
+    match v {
+        Value::Array(items) => items
+            .chunks(2)
+            .filter_map(|kv| match kv {
+                [k, v] => Some((text(k), v.clone())),
+                _ => None,
+            })
+            .collect(),
+        Value::Map(items) => items.iter().map(|(k, v)| (text(k), v.clone())).collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
+fn list(v: Option<&Value>) -> Vec<Value> {
+    match v {
+        Some(Value::Array(items)) | Some(Value::Set(items)) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// One argument of `COMMAND DOCS`, rendered as the README writes syntax.
+fn render(arg: &Value) -> String {
+    let a = pairs(arg);
+    let kind = a.get("type").map(text).unwrap_or_default();
+    let name = a.get("name").map(text).unwrap_or_default();
+    let token = a.get("token").map(text);
+    let flags: Vec<String> = list(a.get("flags")).iter().map(text).collect();
+    let sub: Vec<String> = list(a.get("arguments")).iter().map(render).collect();
+    let mut s = match kind.as_str() {
+        "pure-token" => token.clone().unwrap_or(name),
+        "oneof" => sub.join("|"),
+        "block" => sub.join(" "),
+        _ => name,
+    };
+    if let (Some(t), false) = (&token, kind == "pure-token") {
+        s = format!("{t} {s}");
+    }
+    if flags.iter().any(|f| f == "multiple") {
+        s = format!("{s} [{s} ...]");
+    }
+    if flags.iter().any(|f| f == "optional") {
+        format!("[{s}]")
+    } else if kind == "oneof" {
+        format!("<{s}>")
+    } else {
+        s
+    }
+}
+
+/// The README's reference rows: syntax -> (summary, complexity, ACL).
+fn readme_rows() -> BTreeMap<String, (String, String, String)> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    readme
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("| `XSET.")?;
+            let (syntax, cells) = rest.split_once("` | ")?;
+            if !syntax.contains(' ') {
+                return None;
+            }
+            let cells: Vec<&str> = cells.trim_end_matches(" |").split(" | ").collect();
+            let [summary, complexity, acl] = cells[..] else {
+                return None;
+            };
+            Some((
+                format!("XSET.{}", syntax.replace("\\|", "|")),
+                (summary.into(), complexity.into(), acl.into()),
+            ))
+        })
+        .collect()
+}
+
+fn xset_commands(c: &mut Connection) -> Vec<String> {
+    let mut names: Vec<String> = q(c, c!["COMMAND", "LIST", "FILTERBY", "MODULE", "xset"]);
+    names.retain(|n| n != "xset.debug-panic");
+    names.sort();
+    names
+}
+
+/// `(redis_version, valkey_version)` of the server, as numbers like 70015.
+fn versions(c: &mut Connection) -> (u32, Option<u32>) {
+    let info: String = q(c, c!["INFO", "server"]);
+    let field = |name: &str| {
+        info.lines().find_map(|l| l.strip_prefix(name)).map(|v| {
+            v.trim()
+                .split('.')
+                .map(|p| p.parse::<u32>().unwrap_or(0))
+                .fold(0, |acc, p| acc * 100 + p)
+        })
+    };
+    (
+        field("redis_version:").unwrap_or(0),
+        field("valkey_version:"),
+    )
+}
+
+#[test]
+fn command_docs_match_the_readme_reference() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let rows = readme_rows();
+    let names = xset_commands(&mut c);
+    assert_eq!(names.len(), rows.len(), "registered {names:?}");
+    for name in &names {
+        let reply: Value = q(&mut c, c!["COMMAND", "DOCS", name.as_str()]);
+        let docs = pairs(&reply);
+        let doc = pairs(docs.get(name.as_str()).expect("docs for the command"));
+        let mut syntax = name.to_uppercase();
+        for arg in list(doc.get("arguments")) {
+            syntax.push(' ');
+            syntax.push_str(&render(&arg));
+        }
+        let row = rows
+            .get(&syntax)
+            .unwrap_or_else(|| panic!("README has no row for `{syntax}`"));
+        assert_eq!(
+            doc.get("summary").map(text).as_deref(),
+            Some(row.0.as_str())
+        );
+        assert_eq!(
+            doc.get("complexity").map(text).as_deref(),
+            Some(row.1.as_str())
+        );
+        assert_eq!(doc.get("module").map(text).as_deref(), Some("xset"));
+        assert!(doc.contains_key("since"), "{name} has no since");
+    }
+}
+
+#[test]
+fn command_info_arity_keys_and_categories() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let rows = readme_rows();
+    let (redis, valkey) = versions(&mut c);
+    let categories_supported = redis >= 70200 || valkey.is_some();
+    let own_category = redis >= 70400 || valkey.is_some();
+    for (syntax, (_, _, acl)) in &rows {
+        let name = syntax.split(' ').next().unwrap_or_default().to_lowercase();
+        let info: Vec<Value> = q(&mut c, c!["COMMAND", "INFO", name.as_str()]);
+        let Some(Value::Array(fields)) = info.first() else {
+            panic!("no COMMAND INFO for {name}");
+        };
+        // Arity: the shortest form in the README's syntax (required words).
+        let arity = match &fields[1] {
+            Value::Int(a) => *a,
+            other => panic!("{other:?}"),
+        };
+        assert!(arity != 0, "{name}");
+        // The key is argument 1 for every command.
+        let keys: Vec<i64> = fields[3..6]
+            .iter()
+            .map(|v| match v {
+                Value::Int(i) => *i,
+                _ => -99,
+            })
+            .collect();
+        assert_eq!(keys, [1, 1, 1], "{name} key positions");
+        let got: Vec<String> = list(fields.get(6)).iter().map(text).collect();
+        if categories_supported {
+            let mut want: Vec<String> = acl.split(' ').map(String::from).collect();
+            if own_category {
+                want.push("@xset".into());
+            }
+            let mut got_sorted = got.clone();
+            got_sorted.sort();
+            want.sort();
+            assert_eq!(got_sorted, want, "{name} ACL categories");
+        } else {
+            assert!(
+                got.is_empty(),
+                "{name}: {got:?} on a server without categories"
+            );
+        }
+        // GETKEYS on the shortest argument list the arity allows.
+        let mut args: Vec<&[u8]> = vec![b"COMMAND", b"GETKEYS", name.as_bytes(), b"somekey"];
+        args.resize(3 + arity.unsigned_abs() as usize - 1, b"1");
+        let key_count: Vec<String> = q(&mut c, &args);
+        assert_eq!(key_count, ["somekey"], "{name} GETKEYS");
+    }
+}
+
+/// A fresh connection authenticated as `user`.
+fn as_user(s: &Server, user: &str) -> Connection {
+    let mut c = s.conn();
+    let _: String = redis::cmd("AUTH")
+        .arg(user)
+        .arg("pw")
+        .query(&mut c)
+        .expect("AUTH");
+    c
+}
+
+fn allowed(c: &mut Connection, args: &[&str]) -> bool {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    match try_q::<Value>(c, &bytes) {
+        Ok(_) => true,
+        Err(e) if e.code() == Some("NOPERM") => false,
+        Err(e) => panic!("{args:?}: {e}"),
+    }
+}
+
+#[test]
+fn acl_rules_by_category_and_by_command_name() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
+    let (redis, valkey) = versions(&mut c);
+    // By command name, on every server (the README's rules for 7.0).
+    for rule in [
+        "ACL SETUSER reader on >pw ~* +get +xset.has +xset.mhas +xset.members +xset.card +xset.ttl",
+        "ACL SETUSER writer on >pw ~* +@all -xset.add -xset.addex",
+    ] {
+        let words: Vec<&str> = rule.split(' ').collect();
+        assert_eq!(
+            q::<String>(
+                &mut c,
+                &words.iter().map(|w| w.as_bytes()).collect::<Vec<_>>()
+            ),
+            "OK"
+        );
+    }
+    let mut reader = as_user(&s, "reader");
+    assert!(allowed(&mut reader, &["XSET.HAS", "k", "a"]));
+    assert!(!allowed(&mut reader, &["XSET.ADD", "k", "b", "10"]));
+    let mut writer = as_user(&s, "writer");
+    assert!(!allowed(&mut writer, &["XSET.ADD", "k", "b", "10"]));
+    assert!(allowed(&mut writer, &["XSET.REM", "k", "zz"]));
+    if !(redis >= 70200 || valkey.is_some()) {
+        return;
+    }
+    // By category, where the server gives module commands categories.
+    for rule in [
+        "ACL SETUSER cat-reader on >pw ~* +@read",
+        "ACL SETUSER no-writes on >pw ~* +@all -@write",
+    ] {
+        let words: Vec<&str> = rule.split(' ').collect();
+        assert_eq!(
+            q::<String>(
+                &mut c,
+                &words.iter().map(|w| w.as_bytes()).collect::<Vec<_>>()
+            ),
+            "OK"
+        );
+    }
+    let mut r = as_user(&s, "cat-reader");
+    assert!(allowed(&mut r, &["XSET.HAS", "k", "a"]));
+    assert!(allowed(&mut r, &["XSET.MEMBERS", "k"]));
+    assert!(!allowed(&mut r, &["XSET.ADD", "k", "b", "10"]));
+    let mut w = as_user(&s, "no-writes");
+    assert!(!allowed(&mut w, &["XSET.ADD", "k", "b", "10"]));
+    assert!(!allowed(
+        &mut w,
+        &["XSET.ADDEX", "k", "MEMBERS", "1", "b", "10"]
+    ));
+    assert!(allowed(&mut w, &["XSET.CARD", "k"]));
+    if redis >= 70400 || valkey.is_some() {
+        let rule = ["ACL", "SETUSER", "mod", "on", ">pw", "~*", "+@xset"];
+        assert_eq!(q::<String>(&mut c, &rule.map(str::as_bytes)), "OK");
+        let mut m = as_user(&s, "mod");
+        assert!(allowed(&mut m, &["XSET.ADD", "k", "b", "10"]));
+        assert!(allowed(&mut m, &["XSET.SCAN", "k", "0"]));
+        assert!(!allowed(&mut m, &["GET", "k"]));
+    }
+}
