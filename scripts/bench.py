@@ -17,7 +17,7 @@ import argparse, array, csv, gc, io, json, os, platform, re, shutil, signal, soc
 import subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULE = os.path.join(ROOT, "target", "release", "libxset.so")
+MODULE = os.environ.get("XSET_BENCH_MODULE") or os.path.join(ROOT, "target", "release", "libxset.so")
 PLACEHOLDER = b"@DEADLINE@@@@"          # 13 bytes, like a Unix-ms deadline
 
 # ---------------------------------------------------------------- RESP helper
@@ -154,16 +154,17 @@ def free_port():
 class Server:
     """A redis-server with xset loaded, on a free loopback port."""
 
-    def __init__(self, data_dir=None):
+    def __init__(self, data_dir=None, module=True):
         """Starts in `data_dir` (loading its dump.rdb) or a fresh temp dir;
-        either is removed on stop."""
+        either is removed on stop. `module=False` starts a plain server."""
         self.port = free_port()
         self.dir = data_dir or tempfile.mkdtemp(prefix="xset-bench-")
         self.log = os.path.join(self.dir, "redis.log")
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.dir,
-             "--logfile", self.log, "--loadmodule", MODULE],
+             "--enable-debug-command", "local", "--logfile", self.log]
+            + (["--loadmodule", MODULE] if module else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         SERVERS.append(self)
         for _ in range(500):
@@ -632,13 +633,56 @@ def bench_rdb(args):
     return out
 
 
+def bench_load(args):
+    """Server CPU of loading an RDB of plain keys, with and without the module
+    loaded: what the module costs every restart and full sync of data that is
+    not xset."""
+    n = 100_000 if args.quick else 500_000
+    rounds = 3 if args.quick else 2 * args.runs + 1
+    servers = {}
+    for kind in ("without", "with"):
+        srv = Server(module=(kind == "with"))
+        srv.ctl.call("DEBUG", "POPULATE", str(n))
+        srv.ctl.call("SAVE")
+        servers[kind] = srv
+    cpu = {"without": [], "with": []}
+    try:
+        for srv in servers.values():
+            srv.ctl.call("DEBUG", "RELOAD", "NOSAVE")   # warm-up, not counted
+        for r in range(rounds):
+            # Interleaved, in alternating order, so drift hits both alike.
+            order = ("without", "with") if r % 2 == 0 else ("with", "without")
+            for kind in order:
+                srv = servers[kind]
+                c0 = server_cpu_seconds(srv)
+                srv.ctl.call("DEBUG", "RELOAD", "NOSAVE")
+                cpu[kind].append(server_cpu_seconds(srv) - c0)
+                if int(srv.ctl.call("DBSIZE")) != n:
+                    raise RuntimeError(f"{kind}: DBSIZE after the reload is not {n}")
+            log(f"   round {r + 1}/{rounds}: without {cpu['without'][-1] * 1e3:.0f} ms, "
+                f"with {cpu['with'][-1] * 1e3:.0f} ms")
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    ratios = [w / o for w, o in zip(cpu["with"], cpu["without"]) if o > 0]
+    out = dict(keys=n, rounds=rounds, without_ms=median(cpu["without"]) * 1e3,
+               with_ms=median(cpu["with"]) * 1e3, ratio=median(ratios))
+    table(f"Load cost: server CPU of DEBUG RELOAD NOSAVE of {n:,} plain string keys "
+          "(DEBUG POPULATE), with and without the module",
+          ["without module ms", "with module ms", "ratio (median of rounds)"],
+          [[f"{out['without_ms']:.0f}", f"{out['with_ms']:.0f}", f"{out['ratio']:.3f}"]],
+          notes=[f"{rounds} interleaved rounds; CPU = user + system of redis-server "
+                 "from /proc; target <= 1.03."])
+    return out
+
+
 # ---------------------------------------------------------------- main
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="smaller sizes, 1 run (smoke test)")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--only", choices=["throughput", "memory", "expiry", "rdb"])
+    p.add_argument("--only", choices=["throughput", "memory", "expiry", "rdb", "load"])
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--expiry-lead", type=float, default=3.0,
                    help="seconds from the start of loading to the deadline (default 3)")
@@ -659,7 +703,7 @@ def main():
     report = dict(redis=version, xset_commit=commit, cpus=os.cpu_count(), runs=args.runs,
                   quick=args.quick, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     sections = {"throughput": bench_throughput, "memory": bench_memory, "expiry": bench_expiry,
-                "rdb": bench_rdb}
+                "rdb": bench_rdb, "load": bench_load}
     try:
         for name, fn in sections.items():
             if args.only in (None, name):

@@ -63,3 +63,135 @@ pub fn budget_us() -> u64 {
 pub fn notify_expired_members() -> bool {
     NOTIFY_EXPIRED_MEMBERS.load(Ordering::Relaxed)
 }
+
+/// What a module argument may set.
+enum Setting {
+    Bool(&'static AtomicBool),
+    Int(&'static AtomicI64, (i64, i64, i64)),
+}
+
+/// Every setting by name (without the `xset.` prefix).
+fn settings() -> [(&'static str, Setting); 6] {
+    [
+        ("active-expire", Setting::Bool(&ACTIVE_EXPIRE)),
+        (
+            "active-expire-period-ms",
+            Setting::Int(&PERIOD_MS, PERIOD_MS_RANGE),
+        ),
+        (
+            "active-expire-budget-us",
+            Setting::Int(&BUDGET_US, BUDGET_US_RANGE),
+        ),
+        (
+            "small-max-members",
+            Setting::Int(&SMALL_MAX_MEMBERS, SMALL_MAX_MEMBERS_RANGE),
+        ),
+        (
+            "small-max-member-bytes",
+            Setting::Int(&SMALL_MAX_MEMBER_BYTES, SMALL_MAX_MEMBER_BYTES_RANGE),
+        ),
+        (
+            "notify-expired-members",
+            Setting::Bool(&NOTIFY_EXPIRED_MEMBERS),
+        ),
+    ]
+}
+
+/// A parsed module argument, ready to store.
+enum Value {
+    Bool(&'static AtomicBool, bool),
+    Int(&'static AtomicI64, i64),
+}
+
+fn parse_arg(name: &[u8], value: &[u8]) -> Result<Value, String> {
+    let shown = String::from_utf8_lossy(name);
+    let shown_value = String::from_utf8_lossy(value);
+    let all = settings();
+    let Some((_, setting)) = all
+        .into_iter()
+        .find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes()))
+    else {
+        let known: Vec<&str> = settings().iter().map(|(n, _)| *n).collect();
+        return Err(format!(
+            "unknown module argument '{shown}' (known: {})",
+            known.join(", ")
+        ));
+    };
+    match setting {
+        Setting::Bool(target) => {
+            let v = if value.eq_ignore_ascii_case(b"yes") {
+                true
+            } else if value.eq_ignore_ascii_case(b"no") {
+                false
+            } else {
+                return Err(format!(
+                    "module argument {shown} takes yes or no, not '{shown_value}'"
+                ));
+            };
+            Ok(Value::Bool(target, v))
+        }
+        Setting::Int(target, (_, min, max)) => {
+            let v = std::str::from_utf8(value)
+                .ok()
+                .and_then(|s| s.parse::<i64>().ok())
+                .filter(|v| (min..=max).contains(v))
+                .ok_or_else(|| {
+                    format!(
+                        "module argument {shown} takes an integer from {min} to {max}, not '{shown_value}'"
+                    )
+                })?;
+            Ok(Value::Int(target, v))
+        }
+    }
+}
+
+/// Applies module arguments given as `name value` pairs (`loadmodule
+/// libxset.so active-expire no`): every pair is checked before any is
+/// applied, so a refused load changes nothing. The error names the
+/// argument and what it takes; the caller refuses the load with it.
+pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
+    if !args.len().is_multiple_of(2) {
+        return Err(format!(
+            "module arguments come in name value pairs; '{}' has no value",
+            String::from_utf8_lossy(args[args.len() - 1])
+        ));
+    }
+    let parsed = args
+        .chunks_exact(2)
+        .map(|pair| parse_arg(pair[0], pair[1]))
+        .collect::<Result<Vec<Value>, String>>()?;
+    for v in parsed {
+        match v {
+            Value::Bool(target, b) => target.store(b, Ordering::Relaxed),
+            Value::Int(target, i) => target.store(i, Ordering::Relaxed),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_args_are_checked_before_any_is_applied() {
+        let before = SMALL_MAX_MEMBERS.load(Ordering::Relaxed);
+        for bad in [
+            &[&b"active-expire"[..], b"maybe"][..],
+            &[b"bogus-option", b"1"],
+            &[b"small-max-members", b"99999"],
+            &[b"small-max-members", b"-1"],
+            &[b"small-max-members", b"12abc"],
+            &[b"small-max-members", b"5", b"active-expire"],
+            &[b"small-max-members", b"5", b"active-expire", b"on"],
+        ] {
+            assert!(apply_module_args(bad).is_err(), "{bad:?}");
+            assert_eq!(SMALL_MAX_MEMBERS.load(Ordering::Relaxed), before);
+        }
+        let e = apply_module_args(&[b"small-max-members", b"99999"]).unwrap_err();
+        assert!(
+            e.contains("small-max-members") && e.contains("0 to 4096"),
+            "{e}"
+        );
+    }
+}

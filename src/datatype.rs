@@ -39,8 +39,18 @@ impl Source for Rdb {
 }
 
 impl ValueType for XSet {
+    /// Loads a set and tracks its key for active expiry: keys arriving
+    /// through RDB loading, `DEBUG RELOAD`, a full sync or `RESTORE` are
+    /// tracked here, so the module need not follow every loaded key of
+    /// every type (a key the server then drops, such as one already
+    /// expired, leaves a stale entry, re-checked and dropped when due).
     fn rdb_load(io: &mut Rdb, encver: i32) -> Result<XSet, String> {
-        encoding::decode(encver, io, config::limits()).map_err(|e| e.to_string())
+        let set = encoding::decode(encver, io, config::limits()).map_err(|e| e.to_string())?;
+        if let Some((key, db)) = io.key_and_db() {
+            let deadline_ms = set.next_deadline();
+            tracking::with(|t| t.relocate(db, key, None, deadline_ms));
+        }
+        Ok(set)
     }
 
     fn rdb_save(&self, io: &mut Rdb) {

@@ -63,14 +63,12 @@ impl ServerHooks for Server {
     }
 }
 
-/// Keyspace events that bring a value under a new name or database
-/// (`rename_to`, `move_to`, `copy_to`, `restore`, `loaded`): the key is
-/// tracked anew if it holds an xset.
+/// Generic keyspace events that bring a value under a new name or database
+/// (`rename_to`, `move_to`, `copy_to`): the key is tracked anew if it holds
+/// an xset. Loaded and restored keys are tracked by the type's `rdb_load`,
+/// so loading other types' keys costs nothing here.
 pub fn on_keyspace_event(ctx: &Context, _kind: NotifyEvent, event: &str, key: &[u8]) {
-    if !matches!(
-        event,
-        "rename_to" | "move_to" | "copy_to" | "restore" | "loaded"
-    ) {
+    if !matches!(event, "rename_to" | "move_to" | "copy_to") {
         return;
     }
     if catch_unwind(AssertUnwindSafe(|| keyspace::retrack(ctx, key))).is_err() {

@@ -22,6 +22,7 @@ use crate::xset::{Member, XSet};
 use redis_module::key::KeyFlags;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// At most this many due members are reclaimed when a command touches a
@@ -33,8 +34,14 @@ pub const LAZY_RECLAIM_LIMIT: usize = 1024;
 /// propagated `XSET.REM`).
 const EXPIRY_CHUNK: usize = 128;
 
+/// How many writes this module has propagated: every change to a set is
+/// propagated, and nothing else is, so a write changed its key exactly when
+/// this moved while it ran (see [`with_write`]).
+static PROPAGATED: AtomicU64 = AtomicU64::new(0);
+
 /// Replicates `cmd key parts...` to replicas and the AOF.
 pub fn propagate(ctx: &Context, cmd: &str, key: &RedisString, parts: &[&[u8]]) {
+    PROPAGATED.fetch_add(1, Ordering::Relaxed);
     let mut argv: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
     argv.push(key.as_slice());
     argv.extend_from_slice(parts);
@@ -56,6 +63,7 @@ pub fn propagate_add(ctx: &Context, key: &RedisString, pairs: &[(&RedisString, u
     match pairs {
         [] => {}
         [(member, deadline_ms)] => {
+            PROPAGATED.fetch_add(1, Ordering::Relaxed);
             if !ffi_command::replicate_one_member_add(ctx, key, member, *deadline_ms) {
                 propagate_add_generic(ctx, key, pairs);
             }
@@ -145,12 +153,15 @@ fn publish_expired(ctx: &Context, key: &RedisString, gone: &[Member]) {
 /// Opens `key` for writing and runs `body` on its set: an empty set when the
 /// key is absent (stored afterwards only if `body` left members in it). On a
 /// primary, due members are reclaimed first. A set left empty is deleted.
+/// The key is signalled as modified only if something was propagated for
+/// it, i.e. it changed.
 pub fn with_write(
     ctx: &Context,
     key: &RedisString,
     clock: Clock,
     body: impl FnOnce(&mut XSet) -> RedisResult,
 ) -> RedisResult {
+    let propagated_before = PROPAGATED.load(Ordering::Relaxed);
     let handle = ctx.open_key_writable(key);
     let existing = handle
         .get_value::<XSet>(&XSET_TYPE)
@@ -185,6 +196,9 @@ pub fn with_write(
             handle.set_value(&XSET_TYPE, fresh)?;
             tracking::with(|t| t.relocate(db, key.as_slice(), None, next));
         }
+    }
+    if PROPAGATED.load(Ordering::Relaxed) != propagated_before {
+        server::signal_modified(ctx, key);
     }
     reply
 }
@@ -231,13 +245,14 @@ pub fn delete_if_empty(ctx: &Context, key: &RedisString) {
         && set.is_empty()
         && handle.delete().is_ok()
     {
+        server::signal_modified(ctx, key);
         notify_del(ctx, key);
     }
 }
 
 /// Tracks `key` of the selected database anew after it arrived under this
-/// name (`RENAME`/`MOVE`/`COPY` targets, `RESTORE`, RDB loading). Keys of
-/// other types are left alone.
+/// name (`RENAME`/`MOVE`/`COPY` targets). Keys of other types are left
+/// alone.
 pub fn retrack(ctx: &Context, key: &[u8]) {
     let name = ctx.create_string(key);
     let handle = ctx.open_key_with_flags(&name, KeyFlags::NOTOUCH);
@@ -271,6 +286,9 @@ pub fn expire_due(
         if n < EXPIRY_CHUNK || started.elapsed() >= budget {
             break;
         }
+    }
+    if expired > 0 {
+        server::signal_modified(ctx, &name);
     }
     if set.is_empty() {
         if handle.delete().is_ok() {

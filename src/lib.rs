@@ -68,7 +68,12 @@ fn register_commands(ctx: &Context) -> Result<(), String> {
     Ok(())
 }
 
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    if let Err(e) = config::apply_module_args(&args) {
+        ctx.log_warning(&format!("xset: refusing to load: {e}"));
+        return Status::Err;
+    }
     let missing = ffi::missing_apis();
     if !missing.is_empty() {
         ctx.log_warning(&format!(
@@ -77,7 +82,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         ));
         return Status::Err;
     }
-    ffi::server::handle_io_errors(ctx);
+    ffi::server::set_module_options(ctx);
     let registered = register_commands(ctx)
         .and_then(|()| ffi::server::subscribe::<hooks::Server>(ctx))
         .and_then(|()| ffi::command::create_add_words());
@@ -96,7 +101,7 @@ redis_module! {
     data_types: [XSET_TYPE],
     init: init,
     event_handlers: [
-        [@GENERIC @LOADED: hooks::on_keyspace_event],
+        [@GENERIC: hooks::on_keyspace_event],
     ],
     configurations: [
         i64: [
@@ -111,6 +116,9 @@ redis_module! {
             ["notify-expired-members", &*config::NOTIFY_EXPIRED_MEMBERS, false, ConfigurationFlags::DEFAULT, None],
         ],
         enum: [],
-        module_args_as_configuration: true,
+        // Module arguments are checked and applied by `init`, which
+        // refuses a bad one with a clear line (the crate's own reading
+        // accepts any word as `no` and any number, in range or not).
+        module_args_as_configuration: false,
     ]
 }

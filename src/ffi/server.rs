@@ -104,17 +104,27 @@ pub fn notify(ctx: &Context, class: raw::NotifyEvent, event: &CStr, key: &RedisS
     }
 }
 
-/// Asks the server to hand IO errors to `rdb_load` instead of aborting, so
-/// a corrupt payload is refused cleanly.
-pub fn handle_io_errors(ctx: &Context) {
+/// Sets the module's options: IO errors are handed to `rdb_load` instead
+/// of aborting (a corrupt payload is refused cleanly), and closing a key
+/// opened for writing does not by itself tell the server the key changed:
+/// the module says so with [`signal_modified`] only when it did, so a write
+/// that changes nothing aborts no `WATCH` and invalidates no client cache.
+pub fn set_module_options(ctx: &Context) {
     if let Some(f) = api!(RedisModule_SetModuleOptions) {
+        let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+            | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
         // SAFETY: `ctx` is the module's load context.
-        unsafe {
-            f(
-                ctx.get_raw(),
-                raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS as c_int,
-            )
-        };
+        unsafe { f(ctx.get_raw(), options as c_int) };
+    }
+}
+
+/// Tells the server that `key` in the selected database changed (`WATCH`,
+/// client-side caching).
+pub fn signal_modified(ctx: &Context, key: &RedisString) {
+    if let Some(f) = api!(RedisModule_SignalModifiedKey) {
+        // SAFETY: `ctx` is a live command, timer or event context (each has
+        // a client); `key` lives for the call.
+        unsafe { f(ctx.get_raw(), key.inner) };
     }
 }
 

@@ -69,6 +69,25 @@ impl Rdb {
     pub fn get_bytes(&mut self) -> Option<RedisBuffer> {
         raw::load_string_buffer(self.0).ok()
     }
+
+    /// While loading: the name and database of the key the value is read
+    /// for (RDB loading, `DEBUG RELOAD`, a replica's full sync, `RESTORE`);
+    /// `None` where the server does not say.
+    pub fn key_and_db(&self) -> Option<(&[u8], i32)> {
+        let (Some(name), Some(db)) = (
+            api!(RedisModule_GetKeyNameFromIO),
+            api!(RedisModule_GetDbIdFromIO),
+        ) else {
+            return None;
+        };
+        // SAFETY: the IO context is live for the callback, and so is the
+        // key name string it holds.
+        let (key, db) = unsafe { (name(self.0), db(self.0)) };
+        if key.is_null() || db < 0 {
+            return None;
+        }
+        Some((redis_module::RedisString::string_as_slice(key), db))
+    }
 }
 
 /// The AOF emitter of one key during a rewrite.
