@@ -3,11 +3,13 @@
 //! the core's ([`crate::xset::encoding`]); the trampolines are in `ffi`.
 
 use crate::config;
+use crate::faults::{self, Fault};
 use crate::ffi::types::{self, Aof, Digest, Rdb, ValueType};
 use crate::tracking;
 use crate::xset::encoding::{self, ENCODING_VERSION, Sink, Source};
 use crate::xset::{MAX_DEADLINE_MS, NO_DEADLINE, XSet};
 use redis_module::native_types::RedisType;
+use std::ffi::CStr;
 
 /// The name the server stores in RDB files; it must never change.
 pub const TYPE_NAME: &str = "xset-type";
@@ -24,7 +26,44 @@ impl Sink for Rdb {
         Rdb::put_u64(self, v);
     }
     fn put_bytes(&mut self, b: &[u8]) {
+        if faults::hit(Fault::RdbSave) {
+            panic!("fault injected in rdb_save");
+        }
         Rdb::put_bytes(self, b);
+    }
+}
+
+/// Calls `emit(command, args)` (args after the key) for commands that build
+/// `set` from nothing, with its exact deadlines: `XSET.ADDEX key PXAT
+/// MEMBERS n member deadline ...` in batches of [`AOF_BATCH`], plus
+/// `XSET.PERSIST` for members without a deadline (added first with the
+/// largest deadline, then persisted). What an AOF rewrite writes, and what
+/// re-sends a key whole to replicas.
+pub fn rebuild_commands(set: &XSet, mut emit: impl FnMut(&CStr, &[&[u8]])) {
+    let entries: Vec<(&[u8], u64)> = set.iter_all().collect();
+    for batch in entries.chunks(AOF_BATCH) {
+        let numbers: Vec<Vec<u8>> = batch
+            .iter()
+            .map(|&(_, d)| d.min(MAX_DEADLINE_MS).to_string().into_bytes())
+            .collect();
+        let count = batch.len().to_string();
+        let mut args: Vec<&[u8]> = vec![b"PXAT", b"MEMBERS", count.as_bytes()];
+        for (&(m, _), d) in batch.iter().zip(&numbers) {
+            args.push(m);
+            args.push(d);
+        }
+        emit(c"XSET.ADDEX", &args);
+        let persistent: Vec<&[u8]> = batch
+            .iter()
+            .filter(|&&(_, d)| d == NO_DEADLINE)
+            .map(|&(m, _)| m)
+            .collect();
+        if !persistent.is_empty() {
+            let count = persistent.len().to_string();
+            let mut args: Vec<&[u8]> = vec![b"MEMBERS", count.as_bytes()];
+            args.extend(persistent);
+            emit(c"XSET.PERSIST", &args);
+        }
     }
 }
 
@@ -57,35 +96,14 @@ impl ValueType for XSet {
         encoding::encode(self, io);
     }
 
-    /// Rewrites a set as `XSET.ADDEX key PXAT MEMBERS n member deadline ...`
-    /// in batches of [`AOF_BATCH`], plus `XSET.PERSIST` for members without
-    /// a deadline (added first with the largest deadline, then persisted).
+    /// Rewrites a set with [`rebuild_commands`].
     fn aof_rewrite(&self, out: &mut Aof) {
-        let entries: Vec<(&[u8], u64)> = self.iter_all().collect();
-        for batch in entries.chunks(AOF_BATCH) {
-            let numbers: Vec<Vec<u8>> = batch
-                .iter()
-                .map(|&(_, d)| d.min(MAX_DEADLINE_MS).to_string().into_bytes())
-                .collect();
-            let count = batch.len().to_string();
-            let mut args: Vec<&[u8]> = vec![b"PXAT", b"MEMBERS", count.as_bytes()];
-            for (&(m, _), d) in batch.iter().zip(&numbers) {
-                args.push(m);
-                args.push(d);
+        rebuild_commands(self, |cmd, args| {
+            out.emit(cmd, args);
+            if faults::hit(Fault::AofRewrite) {
+                panic!("fault injected in aof_rewrite");
             }
-            out.emit(c"XSET.ADDEX", &args);
-            let persistent: Vec<&[u8]> = batch
-                .iter()
-                .filter(|&&(_, d)| d == NO_DEADLINE)
-                .map(|&(m, _)| m)
-                .collect();
-            if !persistent.is_empty() {
-                let count = persistent.len().to_string();
-                let mut args: Vec<&[u8]> = vec![b"MEMBERS", count.as_bytes()];
-                args.extend(persistent);
-                out.emit(c"XSET.PERSIST", &args);
-            }
-        }
+        });
     }
 
     fn mem_usage(&self) -> usize {

@@ -30,13 +30,26 @@ impl Dispatch for Commands {
         };
         let clock = Clock::of(ctx);
         catch_unwind(AssertUnwindSafe(|| (spec.run)(ctx, args, clock))).unwrap_or_else(|_| {
+            let writes = spec.flags.split(' ').any(|f| f == "write");
+            let repaired = match (args.get(1), writes && spec.key_range().0 == 1) {
+                (Some(key), true) => catch_unwind(AssertUnwindSafe(|| {
+                    keyspace::repair_after_panic(ctx, key, clock)
+                }))
+                .ok(),
+                _ => Some(keyspace::Repair::Nothing),
+            };
+            let outcome = match repaired {
+                Some(keyspace::Repair::Nothing) => "",
+                Some(keyspace::Repair::Resent) => {
+                    "; its key was re-sent whole to replicas and the AOF"
+                }
+                Some(keyspace::Repair::Deleted) => "; its key was empty or broken and was deleted",
+                None => "; repairing its key failed too",
+            };
             ctx.log_warning(&format!(
-                "xset: a bug was caught in {}; the server keeps running",
+                "xset: a bug was caught in {}{outcome}; the server keeps running",
                 spec.name
             ));
-            if let (Some(key), true) = (args.get(1), spec.key_range().0 == 1) {
-                let _ = catch_unwind(AssertUnwindSafe(|| keyspace::delete_if_empty(ctx, key)));
-            }
             Err(RedisError::Str(errors::INTERNAL))
         })
     }

@@ -13,7 +13,8 @@
 
 use crate::clock::Clock;
 use crate::config;
-use crate::datatype::XSET_TYPE;
+use crate::datatype::{XSET_TYPE, rebuild_commands};
+use crate::faults::{self, Fault};
 use crate::ffi::command as ffi_command;
 use crate::ffi::server;
 use crate::stats;
@@ -22,6 +23,7 @@ use crate::xset::{Member, XSet};
 use redis_module::key::KeyFlags;
 use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -236,18 +238,57 @@ pub fn with_read(
     )
 }
 
-/// After a command panicked: a body that panicked after emptying its set
-/// skipped the deletion, and an empty set must not stay (the next RDB would
-/// not load), so delete it.
-pub fn delete_if_empty(ctx: &Context, key: &RedisString) {
+/// What [`repair_after_panic`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repair {
+    /// The key holds no xset: nothing to do.
+    Nothing,
+    /// The set was whole and was re-sent whole to replicas and the AOF.
+    Resent,
+    /// The set was empty or broken and was deleted (the deletion
+    /// propagated).
+    Deleted,
+}
+
+/// After a write command panicked on `key`: the set may have changed
+/// without the change being propagated, be empty (which must not stay: the
+/// next RDB would not load), or break an invariant. A whole set is re-sent
+/// to replicas and the AOF as `DEL` plus the commands that rebuild it, so
+/// they hold exactly what the primary holds; an empty or broken one is
+/// deleted and the deletion propagated. A replica only deletes.
+pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Repair {
     let handle = ctx.open_key_writable(key);
-    if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE)
-        && set.is_empty()
-        && handle.delete().is_ok()
-    {
+    let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) else {
+        return Repair::Nothing;
+    };
+    let whole = !set.is_empty()
+        && !faults::hit(Fault::Unrepairable)
+        && catch_unwind(AssertUnwindSafe(|| set.check_invariants())).is_ok();
+    let db = server::selected_db(ctx);
+    if whole {
+        if clock.primary {
+            propagate(ctx, "DEL", key, &[]);
+            rebuild_commands(set, |cmd, args| {
+                propagate(ctx, &cmd.to_string_lossy(), key, args);
+            });
+        }
+        let deadline_ms = set.next_deadline();
+        tracking::with(|t| {
+            t.forget_key(db, key.as_slice());
+            t.relocate(db, key.as_slice(), None, deadline_ms);
+        });
+        server::signal_modified(ctx, key);
+        return Repair::Resent;
+    }
+    tracking::with(|t| t.forget_key(db, key.as_slice()));
+    if handle.delete().is_ok() {
+        if clock.primary {
+            propagate(ctx, "DEL", key, &[]);
+        }
         server::signal_modified(ctx, key);
         notify_del(ctx, key);
     }
+    Repair::Deleted
 }
 
 /// Tracks `key` of the selected database anew after it arrived under this

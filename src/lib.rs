@@ -7,8 +7,8 @@
 //!
 //! The layers, each importing only those below it:
 //! `lib` → `hooks` → `commands`, `expiry` → `keyspace` → `datatype`,
-//! `tracking` → `clock`, `config`, `stats`, `errors` → `ffi` → `xset` (the
-//! pure core). `unsafe` is allowed in `ffi` only.
+//! `tracking` → `clock`, `config`, `stats`, `errors`, `faults` → `ffi` →
+//! `xset` (the pure core). `unsafe` is allowed in `ffi` only.
 
 #![deny(unsafe_code)]
 
@@ -18,6 +18,7 @@ pub mod config;
 pub mod datatype;
 pub mod errors;
 pub mod expiry;
+pub mod faults;
 pub mod ffi;
 pub mod hooks;
 pub mod keyspace;

@@ -48,6 +48,12 @@ impl KeysByDeadline {
         }
     }
 
+    /// Stops tracking `key`, whatever its deadline (a scan of the index:
+    /// for repairs, not the write path). O(k).
+    pub fn forget_key(&mut self, key: &[u8]) {
+        self.by_deadline.retain(|(_, k)| &**k != key);
+    }
+
     /// Whether `key` is tracked under `deadline_ms`.
     pub fn contains(&self, key: &[u8], deadline_ms: u64) -> bool {
         self.by_deadline.contains(&(deadline_ms, Box::from(key)))
@@ -92,6 +98,16 @@ impl Tracking {
         index.relocate(key, before, after);
         if index.is_empty() {
             self.dbs.remove(&db);
+        }
+    }
+
+    /// Stops tracking `key` of `db`, whatever its deadline. O(k).
+    pub fn forget_key(&mut self, db: i32, key: &[u8]) {
+        if let Some(index) = self.dbs.get_mut(&db) {
+            index.forget_key(key);
+            if index.is_empty() {
+                self.dbs.remove(&db);
+            }
         }
     }
 

@@ -18,6 +18,7 @@ use super::parse::{TimeUnit, add_deadline, members_block, parse_i64};
 use super::reply::int;
 use crate::clock::Clock;
 use crate::errors::{self, err};
+use crate::faults::{self, Fault};
 use crate::keyspace::{self, with_write};
 use crate::xset::{AddOutcome, Compare, Presence};
 use redis_module::{Context, RedisError, RedisResult, RedisString};
@@ -192,6 +193,9 @@ fn run_add(ctx: &Context, key: &RedisString, clock: Clock, mut req: AddRequest) 
             match set.add(member, deadline_ms, req.presence, req.compare, now_ms) {
                 AddOutcome::Added => {
                     added += 1;
+                    if faults::hit(Fault::WriteMidway) {
+                        panic!("fault injected in a write command");
+                    }
                     true
                 }
                 AddOutcome::Updated => true,

@@ -389,18 +389,32 @@ pub const TABLE: &[CommandSpec] = &[
 /// Commands that exist only in test builds (`fault-injection`), after
 /// [`TABLE`].
 #[cfg(feature = "fault-injection")]
-pub const TEST_ONLY: &[CommandSpec] = &[CommandSpec {
-    name: "xset.debug-panic",
-    run: debug_panic,
-    flags: "readonly",
-    acl: "read slow",
-    arity: -1,
-    keys: &[],
-    summary: "Panics on purpose (test builds only)",
-    complexity: "O(1)",
-    since: FIRST,
-    args: &[],
-}];
+pub const TEST_ONLY: &[CommandSpec] = &[
+    CommandSpec {
+        name: "xset.debug-panic",
+        run: debug_panic,
+        flags: "readonly",
+        acl: "read slow",
+        arity: -1,
+        keys: &[],
+        summary: "Panics on purpose (test builds only)",
+        complexity: "O(1)",
+        since: FIRST,
+        args: &[],
+    },
+    CommandSpec {
+        name: "xset.debug-fault",
+        run: debug_fault,
+        flags: "readonly",
+        acl: "read slow",
+        arity: 2,
+        keys: &[],
+        summary: "Arms a fault point, or disarms all with OFF (test builds only)",
+        complexity: "O(1)",
+        since: SECOND,
+        args: &[Arg::string("point")],
+    },
+];
 #[cfg(not(feature = "fault-injection"))]
 /// Commands that exist only in test builds: none in this build.
 pub const TEST_ONLY: &[CommandSpec] = &[];
@@ -422,6 +436,16 @@ pub fn by_index(index: usize) -> Option<&'static CommandSpec> {
 #[cfg(feature = "fault-injection")]
 fn debug_panic(_ctx: &Context, _args: &[RedisString], _clock: Clock) -> RedisResult {
     panic!("fault injected by XSET.DEBUG-PANIC");
+}
+
+/// `XSET.DEBUG-FAULT point`: arms a fault point of [`crate::faults`].
+#[cfg(feature = "fault-injection")]
+fn debug_fault(_ctx: &Context, args: &[RedisString], _clock: Clock) -> RedisResult {
+    if crate::faults::arm(args[1].as_slice()) {
+        Ok(redis_module::RedisValue::SimpleStringStatic("OK"))
+    } else {
+        Err(crate::errors::err(crate::errors::SYNTAX))
+    }
 }
 
 /// The command's syntax line as the README's reference shows it: its name

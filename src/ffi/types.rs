@@ -171,10 +171,28 @@ unsafe extern "C" fn rdb_load<T: ValueType>(
     })
 }
 
+/// Runs a callback that writes a stream (RDB, AOF) whose reader must find
+/// every value whole. A panic there has left a value half written, and the
+/// server has no way to be told the save failed: so the process stops
+/// before the stream is used. In the forked child that saves (`BGSAVE`,
+/// `BGREWRITEAOF`, a full sync) this fails that save and the server goes
+/// on; in the server itself (`SAVE`, `SHUTDOWN`, `DEBUG RELOAD`) the
+/// half-written temporary file is never renamed over the last good one.
+fn whole_or_abort(what: &str, f: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        log_warning(format!(
+            "xset: a bug was caught in {what} after part of a value was written; \
+             stopping process {} so that no file that cannot load is written",
+            std::process::id()
+        ));
+        std::process::abort();
+    }
+}
+
 unsafe extern "C" fn rdb_save<T: ValueType>(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: the server passes a value of this type.
     let v = unsafe { value_ref::<T>(value) };
-    guarded("rdb_save", (), || v.rdb_save(&mut Rdb(rdb)));
+    whole_or_abort("rdb_save", || v.rdb_save(&mut Rdb(rdb)));
 }
 
 unsafe extern "C" fn aof_rewrite<T: ValueType>(
@@ -184,9 +202,7 @@ unsafe extern "C" fn aof_rewrite<T: ValueType>(
 ) {
     // SAFETY: the server passes a value of this type.
     let v = unsafe { value_ref::<T>(value) };
-    guarded("aof_rewrite", (), || {
-        v.aof_rewrite(&mut Aof { io: aof, key })
-    });
+    whole_or_abort("aof_rewrite", || v.aof_rewrite(&mut Aof { io: aof, key }));
 }
 
 unsafe extern "C" fn mem_usage<T: ValueType>(value: *const c_void) -> usize {

@@ -109,6 +109,13 @@ impl Large {
         self.slots.len()
     }
 
+    /// The longest probe a lookup of a stored member takes.
+    #[cfg(test)]
+    pub fn longest_probe(&self) -> usize {
+        self.table
+            .longest_distance(Large::slot_hashes(&self.slots, &self.hasher))
+    }
+
     /// Makes room for `additional` more members in the hash table.
     pub fn reserve(&mut self, additional: usize) {
         let hashes = Large::slot_hashes(&self.slots, &self.hasher);

@@ -217,6 +217,20 @@ impl Buckets {
         true
     }
 
+    /// The longest distance of a stored slot from its home bucket: how many
+    /// extra buckets the worst lookup reads.
+    #[cfg(test)]
+    fn longest_distance(&self, hash_of: &impl Fn(u32) -> u64) -> usize {
+        let (layout, mask) = (self.layout, self.mask());
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|&(_, &v)| v != EMPTY)
+            .map(|(i, &v)| i.wrapping_sub(self.home(hash_of(layout.slot(v)))) & mask)
+            .max()
+            .unwrap_or(0)
+    }
+
     fn check_invariants(&self, hash_of: &impl Fn(u32) -> u64) {
         let live = self.buckets.iter().filter(|&&v| v != EMPTY).count();
         assert_eq!(live, self.live, "live count");
@@ -275,6 +289,16 @@ pub(super) struct SlotTable {
 }
 
 impl SlotTable {
+    /// The longest probe any stored slot needs, over both arrays.
+    #[cfg(test)]
+    pub fn longest_distance(&self, hash_of: impl Fn(u32) -> u64) -> usize {
+        let old = self
+            .old
+            .as_ref()
+            .map_or(0, |m| m.from.longest_distance(&hash_of));
+        self.cur.longest_distance(&hash_of).max(old)
+    }
+
     /// Slots stored. O(1).
     pub fn len(&self) -> usize {
         self.cur.live + self.old.as_ref().map_or(0, |m| m.from.live)

@@ -700,3 +700,37 @@ fn scan_walks_a_bounded_number_of_vacant_slots_per_call() {
     want.sort();
     assert_eq!(seen, want);
 }
+
+/// Member hashing is keyed per set with a PRF (std's SipHash-1-3 with
+/// random keys), as Redis keys its dicts: members crafted to collide under
+/// an unkeyed hash, here all 2,048 with the same low 12 bits of FNV-1a (one
+/// home bucket for all of them in a table indexed by those bits), still
+/// spread out, so lookups stay O(1) instead of walking one long run.
+#[test]
+fn members_crafted_to_collide_under_an_unkeyed_hash_spread_out() {
+    fn fnv1a(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+    let target = fnv1a(b"seed") & 0xfff;
+    let members: Vec<Vec<u8>> = (0u64..)
+        .map(|i| format!("m{i}").into_bytes())
+        .filter(|m| fnv1a(m) & 0xfff == target)
+        .take(2048)
+        .collect();
+    let mut set = XSet::with_limits(Limits {
+        max_small_members: 0,
+        max_small_member_bytes: 0,
+    });
+    for m in &members {
+        set.add(m, 10_000, Presence::Any, Compare::Any, 0);
+    }
+    set.check_invariants();
+    let Repr::Large(large) = &set.repr else {
+        panic!("expected the large encoding");
+    };
+    let longest = large.longest_probe();
+    assert!(longest < 64, "a lookup walks {longest} buckets");
+    assert!(members.iter().all(|m| set.contains(m, 0)));
+}

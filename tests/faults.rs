@@ -1,0 +1,258 @@
+//! Fail closed: a fault (an injected panic, standing for a bug) while
+//! writing an RDB or an AOF never yields a file that reports success and
+//! does not load, and a fault inside a write command never leaves primary
+//! and replica apart or a broken set behind. Faults are armed with
+//! `XSET.DEBUG-FAULT` (test builds only).
+
+mod common;
+
+use common::*;
+use redis::Connection;
+use std::path::Path;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+fn info_field(c: &mut Connection, section: &str, field: &str) -> String {
+    let info: String = q(c, c!["INFO", section]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn wait_for(c: &mut Connection, section: &str, field: &str, value: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(c, section, field) != value {
+        assert!(Instant::now() < deadline, "{field} never became {value}");
+        sleep(Duration::from_millis(20));
+    }
+}
+
+fn fill(c: &mut Connection) {
+    for i in 0..300 {
+        let m = format!("m{i}");
+        let at = (4_102_444_800_000u64 + i).to_string();
+        q::<i64>(
+            c,
+            c![
+                "XSET.ADDEX",
+                "k",
+                "PXAT",
+                "MEMBERS",
+                "1",
+                m.as_str(),
+                at.as_str()
+            ],
+        );
+    }
+    q::<i64>(c, c!["XSET.PERSIST", "k", "m7"]);
+}
+
+fn start_in(dir: &Path, extra: &[&str]) -> Server {
+    let mut args = vec!["--dir", dir.to_str().expect("utf-8 dir")];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("xset-fault-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+#[test]
+fn a_fault_in_bgsave_fails_the_save_not_the_server() {
+    let dir = scratch("bgsave");
+    let s = start_in(&dir, &[]);
+    let mut c = s.conn();
+    fill(&mut c);
+    let want = snapshot(&mut c, "k");
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
+        "OK"
+    );
+    let _: String = q(&mut c, c!["BGSAVE"]);
+    wait_for(&mut c, "persistence", "rdb_bgsave_in_progress", "0");
+    assert_eq!(
+        info_field(&mut c, "persistence", "rdb_last_bgsave_status"),
+        "err"
+    );
+    assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
+    assert!(!dir.join("dump.rdb").exists(), "a failed save left a file");
+    assert!(s.log().contains("stopping process"), "no log line");
+    // Disarmed, the next save succeeds and loads whole.
+    assert_eq!(q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    let _: String = q(&mut c, c!["BGSAVE"]);
+    wait_for(&mut c, "persistence", "rdb_bgsave_in_progress", "0");
+    assert_eq!(
+        info_field(&mut c, "persistence", "rdb_last_bgsave_status"),
+        "ok"
+    );
+    drop(c);
+    s.shutdown("NOSAVE");
+    let again = start_in(&dir, &[]);
+    let got = snapshot(&mut again.conn(), "k");
+    assert!(
+        got == want,
+        "after the restart: {} of {} members",
+        got.len(),
+        want.len()
+    );
+}
+
+#[test]
+fn a_fault_in_a_foreground_save_keeps_the_last_good_file() {
+    let dir = scratch("save");
+    let s = start_in(&dir, &[]);
+    let mut c = s.conn();
+    fill(&mut c);
+    let want = snapshot(&mut c, "k");
+    assert_eq!(q::<String>(&mut c, c!["SAVE"]), "OK");
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "later", "100"]);
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
+        "OK"
+    );
+    // The server stops rather than write a file that cannot load.
+    assert!(try_q::<String>(&mut c, c!["SAVE"]).is_err());
+    let log = s.log();
+    assert!(log.contains("stopping process"), "no log line:\n{log}");
+    drop(c);
+    s.shutdown("NOSAVE");
+    let again = start_in(&dir, &[]);
+    let got = snapshot(&mut again.conn(), "k");
+    assert!(
+        got == want,
+        "the last good file: {} of {} members",
+        got.len(),
+        want.len()
+    );
+}
+
+#[test]
+fn a_fault_in_an_aof_rewrite_fails_the_rewrite_not_the_server() {
+    let dir = scratch("aofrw");
+    let s = start_in(
+        &dir,
+        &["--appendonly", "yes", "--aof-use-rdb-preamble", "no"],
+    );
+    let mut c = s.conn();
+    wait_for(&mut c, "persistence", "aof_rewrite_in_progress", "0");
+    fill(&mut c);
+    let want = snapshot(&mut c, "k");
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "aof-rewrite"]),
+        "OK"
+    );
+    let _: String = q(&mut c, c!["BGREWRITEAOF"]);
+    wait_for(&mut c, "persistence", "aof_rewrite_in_progress", "0");
+    wait_for(&mut c, "persistence", "aof_rewrite_scheduled", "0");
+    assert_eq!(
+        info_field(&mut c, "persistence", "aof_last_bgrewrite_status"),
+        "err"
+    );
+    assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
+    // The AOF in use still holds every write: reloading it gives the set.
+    assert_eq!(q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    assert_eq!(q::<String>(&mut c, c!["DEBUG", "LOADAOF"]), "OK");
+    assert_eq!(snapshot(&mut c, "k"), want);
+    let _: String = q(&mut c, c!["BGREWRITEAOF"]);
+    wait_for(&mut c, "persistence", "aof_rewrite_in_progress", "0");
+    wait_for(&mut c, "persistence", "aof_rewrite_scheduled", "0");
+    assert_eq!(
+        info_field(&mut c, "persistence", "aof_last_bgrewrite_status"),
+        "ok"
+    );
+    assert_eq!(q::<String>(&mut c, c!["DEBUG", "LOADAOF"]), "OK");
+    assert_eq!(snapshot(&mut c, "k"), want);
+}
+
+/// A primary (active expiry off) and a linked replica.
+fn pair() -> (Server, Server, Connection, Connection) {
+    let p = Server::start_with_module_args(
+        &[
+            "--repl-diskless-sync",
+            "no",
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
+        &["active-expire", "no"],
+    );
+    let r = Server::start(&[]);
+    let mut pc = p.conn();
+    let mut rc = r.conn();
+    let port = p.port.to_string();
+    let _: String = q(&mut rc, c!["REPLICAOF", "127.0.0.1", port.as_str()]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let theirs: String = q(&mut rc, c!["INFO", "replication"]);
+        let ours: String = q(&mut pc, c!["INFO", "replication"]);
+        if theirs.contains("master_link_status:up") && ours.contains("state=online") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "replica never synced");
+        sleep(Duration::from_millis(20));
+    }
+    (p, r, pc, rc)
+}
+
+fn wait_replicated(pc: &mut Connection) {
+    assert_eq!(q::<i64>(pc, c!["WAIT", "1", "5000"]), 1);
+}
+
+#[test]
+fn a_fault_midway_through_a_write_resends_the_key_whole() {
+    let (p, _r, mut pc, mut rc) = pair();
+    q::<i64>(&mut pc, c!["XSET.ADD", "k", "a", "100", "b", "200"]);
+    assert_eq!(
+        q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "write-midway"]),
+        "OK"
+    );
+    let e = err(
+        &mut pc,
+        c![
+            "XSET.ADDEX",
+            "k",
+            "MEMBERS",
+            "3",
+            "x",
+            "100",
+            "y",
+            "100",
+            "z",
+            "100"
+        ],
+    );
+    assert!(e.contains("internal error"), "{e}");
+    assert_eq!(q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    // The primary kept what the command did before the fault...
+    assert_eq!(q::<i64>(&mut pc, c!["XSET.HAS", "k", "x"]), 1);
+    // ...and the replica holds exactly the same, deadlines included.
+    wait_replicated(&mut pc);
+    assert_eq!(snapshot(&mut rc, "k"), snapshot(&mut pc, "k"));
+    let digest = |c: &mut Connection| q::<Vec<String>>(c, c!["DEBUG", "DIGEST-VALUE", "k"]);
+    assert_eq!(digest(&mut rc), digest(&mut pc));
+    assert!(p.log().contains("re-sent whole"), "no log line");
+}
+
+#[test]
+fn a_write_that_leaves_a_broken_set_deletes_it_everywhere() {
+    let (p, _r, mut pc, mut rc) = pair();
+    q::<i64>(&mut pc, c!["XSET.ADD", "k", "a", "100"]);
+    wait_replicated(&mut pc);
+    assert_eq!(q::<i64>(&mut rc, c!["EXISTS", "k"]), 1);
+    for point in ["write-midway", "unrepairable"] {
+        assert_eq!(q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", point]), "OK");
+    }
+    let e = err(&mut pc, c!["XSET.ADD", "k", "x", "100"]);
+    assert!(e.contains("internal error"), "{e}");
+    assert_eq!(q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    assert_eq!(q::<i64>(&mut pc, c!["EXISTS", "k"]), 0);
+    wait_replicated(&mut pc);
+    assert_eq!(q::<i64>(&mut rc, c!["EXISTS", "k"]), 0);
+    assert!(p.log().contains("was deleted"), "no log line");
+    // The key works again.
+    assert_eq!(q::<i64>(&mut pc, c!["XSET.ADD", "k", "x", "100"]), 1);
+}
