@@ -55,6 +55,7 @@ impl KeysByDeadline {
     }
 
     /// Whether `key` is tracked under `deadline_ms`.
+    #[cfg(test)]
     pub fn contains(&self, key: &[u8], deadline_ms: u64) -> bool {
         self.by_deadline.contains(&(deadline_ms, Box::from(key)))
     }
@@ -112,6 +113,7 @@ impl Tracking {
     }
 
     /// The index of `db`, if it tracks anything.
+    #[cfg(test)]
     pub fn db(&self, db: i32) -> Option<&KeysByDeadline> {
         self.dbs.get(&db)
     }

@@ -103,12 +103,6 @@ pub enum KeyAccess {
     /// Reads and changes the value, may create or delete it (`RW UPDATE`,
     /// what `ZADD` declares).
     Update,
-    /// Replaces the value without reading it (`OW UPDATE`, what
-    /// `SINTERSTORE` declares for its destination).
-    Overwrite,
-    /// Reads the value and removes part of it (`RW ACCESS DELETE`, what
-    /// `SPOP` declares).
-    Delete,
 }
 
 impl KeyAccess {
@@ -116,12 +110,6 @@ impl KeyAccess {
         match self {
             KeyAccess::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
             KeyAccess::Update => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
-            KeyAccess::Overwrite => raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE,
-            KeyAccess::Delete => {
-                raw::REDISMODULE_CMD_KEY_RW
-                    | raw::REDISMODULE_CMD_KEY_ACCESS
-                    | raw::REDISMODULE_CMD_KEY_DELETE
-            }
         }
     }
 }
@@ -131,9 +119,6 @@ impl KeyAccess {
 pub enum KeySpec {
     /// The one key at argument `pos` (the command name is argument 0).
     At { pos: i32, access: KeyAccess },
-    /// `numkeys key [key ...]`: the count at argument `pos`, the keys right
-    /// after it.
-    Counted { pos: i32, access: KeyAccess },
 }
 
 /// The kind of one argument in `COMMAND DOCS`.
@@ -402,32 +387,7 @@ impl ArgArrays {
 }
 
 fn raw_key_spec(spec: &KeySpec) -> raw::RedisModuleCommandKeySpec {
-    let (pos, access, find_keys_type, fk) = match *spec {
-        KeySpec::At { pos, access } => (
-            pos,
-            access,
-            raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
-            raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
-                range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
-                    lastkey: 0,
-                    keystep: 1,
-                    limit: 0,
-                },
-            },
-        ),
-        KeySpec::Counted { pos, access } => (
-            pos,
-            access,
-            raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM,
-            raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
-                keynum: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
-                    keynumidx: 0,
-                    firstkey: 1,
-                    keystep: 1,
-                },
-            },
-        ),
-    };
+    let KeySpec::At { pos, access } = *spec;
     raw::RedisModuleCommandKeySpec {
         notes: std::ptr::null(),
         flags: u64::from(access.flags()),
@@ -435,8 +395,14 @@ fn raw_key_spec(spec: &KeySpec) -> raw::RedisModuleCommandKeySpec {
         bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
             index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos },
         },
-        find_keys_type,
-        fk,
+        find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
+        fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+            range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
+                lastkey: 0,
+                keystep: 1,
+                limit: 0,
+            },
+        },
     }
 }
 
