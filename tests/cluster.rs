@@ -151,7 +151,12 @@ impl ClusterClient {
 
     /// Reloads the slot table from the first node that answers.
     fn reload(&mut self) -> bool {
-        for port in self.seeds.clone() {
+        self.reload_from(&self.seeds.clone())
+    }
+
+    /// Reloads the slot table from the first of `ports` that answers.
+    fn reload_from(&mut self, ports: &[u16]) -> bool {
+        for &port in ports {
             let reply = self
                 .conn(port)
                 .and_then(|c| try_q::<Vec<Value>>(c, c!["CLUSTER", "SLOTS"]));
@@ -274,7 +279,9 @@ struct Plan {
     /// still maps to this node: the slot being migrated right now, as
     /// `redis-cli --cluster reshard` moves a node's slots in ascending
     /// order, so that writes meet it half-moved (ASK), not only moved
-    /// (MOVED).
+    /// (MOVED). The other writes, to random slots of `slots`, pause 200 µs
+    /// each: a rate limit, so that the writer does not halve the speed of
+    /// the reshard on two busy cores.
     follow_from: Option<u16>,
     /// A write to this node counts only once `WAIT 1` confirms that its
     /// replica has it: replication is asynchronous, and a primary that
@@ -340,6 +347,10 @@ fn write_until_stopped(plan: Plan, stop: &AtomicBool, acked: &Mutex<Vec<Ack>>) -
     let stopped = || stop.load(Ordering::Relaxed);
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut unconfirmed = 0;
+    // The frontier slot's key is a new one after each write its old owner
+    // took: a key the migrating node lacks, so that while the slot is
+    // migrating every write to it is redirected with ASK.
+    let mut generation: HashMap<u16, u32> = HashMap::new();
     let mut i = plan.first;
     while !stopped() {
         let frontier = plan
@@ -351,20 +362,22 @@ fn write_until_stopped(plan: Plan, stop: &AtomicBool, acked: &Mutex<Vec<Ack>>) -
                     .copied()
                     .find(|&s| client.owner[s as usize] == from)
             });
-        let (slot, kind) = match frontier {
-            Some(slot) => (slot, "f"),
+        let (slot, suffix) = match frontier {
+            Some(slot) => (slot, format!("f{}", generation.get(&slot).unwrap_or(&0))),
             None => {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                (plan.slots[(rng % plan.slots.len() as u64) as usize], "r")
+                let slot = plan.slots[(rng % plan.slots.len() as u64) as usize];
+                (slot, "r".to_string())
             }
         };
-        let key = format!("{{{}}}:{kind}", tags[&slot]);
+        let key = format!("{{{}}}:{suffix}", tags[&slot]);
         let member = format!("m{i}");
         let at = plan.base_ms + i;
         let at_arg = at.to_string();
         i += 1;
+        let moved_before = client.moved;
         let reply = client.run(
             &key,
             c![
@@ -386,6 +399,16 @@ fn write_until_stopped(plan: Plan, stop: &AtomicBool, acked: &Mutex<Vec<Ack>>) -
             matches!(reply, Value::Int(0 | 1)),
             "XSET.ADDEX replied {reply:?}"
         );
+        if let (Some(_), Some(from)) = (frontier, plan.follow_from) {
+            if port == from {
+                *generation.entry(slot).or_default() += 1;
+            } else if client.moved > moved_before {
+                // The frontier moved on: catch up with redis-cli at once
+                // (the node giving the slots away knows best which it
+                // still has), not one MOVED per slot behind it.
+                client.reload_from(&[from]);
+            }
+        }
         if plan.replicated_on == Some(port) && !client.replicated(port) {
             unconfirmed += 1;
             continue;
@@ -396,6 +419,9 @@ fn write_until_stopped(plan: Plan, stop: &AtomicBool, acked: &Mutex<Vec<Ack>>) -
             at: at as i64,
             port,
         });
+        if frontier.is_none() {
+            sleep(Duration::from_micros(200));
+        }
     }
     Report {
         attempted: i - plan.first,
