@@ -11,6 +11,7 @@ pub const MEMBERS_COUNT_POSITIVE: &str = "ERR MEMBERS count must be a positive i
 pub const MEMBERS_COUNT_MISMATCH: &str =
     "ERR the MEMBERS count must match the number of members that follow";
 pub const MAXLEN_POSITIVE: &str = "ERR MAXLEN must be a positive integer";
+pub const CAP_POSITIVE: &str = "ERR CAP must be a positive integer";
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
 pub const INTERNAL: &str = "ERR internal error in xset (the command changed nothing it could \
                             undo; see the server log)";

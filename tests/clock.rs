@@ -167,20 +167,19 @@ fn check_script_time(s: &Server, c: &mut Connection, call: impl Fn(u64) -> redis
     panic!("the script never ran long enough");
 }
 
+/// `verb what 2 m native 300 n`: the script (or function) on keys `m` and
+/// `native`, a 300 ms TTL and a loop of `n`.
+fn script_call(verb: &str, what: &str, n: u64) -> redis::Cmd {
+    let mut call = redis::cmd(verb);
+    call.arg(what).arg(2).arg("m").arg("native").arg(300).arg(n);
+    call
+}
+
 #[test]
 fn a_script_past_the_busy_threshold_keeps_its_start_time() {
     let s = Server::start(&["--busy-reply-threshold", "100"]);
     let mut c = s.conn();
-    check_script_time(&s, &mut c, |n| {
-        let mut call = redis::cmd("EVAL");
-        call.arg(SCRIPT)
-            .arg(2)
-            .arg("m")
-            .arg("native")
-            .arg(300)
-            .arg(n);
-        call
-    });
+    check_script_time(&s, &mut c, |n| script_call("EVAL", SCRIPT, n));
 }
 
 #[test]
@@ -195,16 +194,7 @@ fn a_function_past_the_busy_threshold_keeps_its_start_time() {
         .arg(library)
         .query(&mut c)
         .expect("FUNCTION LOAD");
-    check_script_time(&s, &mut c, |n| {
-        let mut call = redis::cmd("FCALL");
-        call.arg("slow")
-            .arg(2)
-            .arg("m")
-            .arg("native")
-            .arg(300)
-            .arg(n);
-        call
-    });
+    check_script_time(&s, &mut c, |n| script_call("FCALL", "slow", n));
 }
 
 /// Outside transactions every command reads the clock anew: a member set

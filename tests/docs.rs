@@ -225,6 +225,12 @@ fn allowed(c: &mut Connection, args: &[&str]) -> bool {
     }
 }
 
+/// Runs an `ACL SETUSER ...` rule given as space-separated words.
+fn acl(c: &mut Connection, rule: &str) {
+    let words: Vec<&[u8]> = rule.split(' ').map(str::as_bytes).collect();
+    assert_eq!(q::<String>(c, &words), "OK", "{rule}");
+}
+
 #[test]
 fn acl_rules_by_category_and_by_command_name() {
     let s = Server::start(&[]);
@@ -236,14 +242,7 @@ fn acl_rules_by_category_and_by_command_name() {
         "ACL SETUSER reader on >pw ~* +get +xset.has +xset.mhas +xset.members +xset.card +xset.ttl",
         "ACL SETUSER writer on >pw ~* +@all -xset.add -xset.addex",
     ] {
-        let words: Vec<&str> = rule.split(' ').collect();
-        assert_eq!(
-            q::<String>(
-                &mut c,
-                &words.iter().map(|w| w.as_bytes()).collect::<Vec<_>>()
-            ),
-            "OK"
-        );
+        acl(&mut c, rule);
     }
     let mut reader = as_user(&s, "reader");
     assert!(allowed(&mut reader, &["XSET.HAS", "k", "a"]));
@@ -259,14 +258,7 @@ fn acl_rules_by_category_and_by_command_name() {
         "ACL SETUSER cat-reader on >pw ~* +@read",
         "ACL SETUSER no-writes on >pw ~* +@all -@write",
     ] {
-        let words: Vec<&str> = rule.split(' ').collect();
-        assert_eq!(
-            q::<String>(
-                &mut c,
-                &words.iter().map(|w| w.as_bytes()).collect::<Vec<_>>()
-            ),
-            "OK"
-        );
+        acl(&mut c, rule);
     }
     let mut r = as_user(&s, "cat-reader");
     assert!(allowed(&mut r, &["XSET.HAS", "k", "a"]));

@@ -62,6 +62,20 @@ fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// Stops `s` and checks that a server started on `dir`'s files holds
+/// exactly `want` in `k`.
+fn assert_restart_loads(s: Server, dir: &Path, want: &[(Vec<u8>, i64)]) {
+    s.shutdown("NOSAVE");
+    let again = start_in(dir, &[]);
+    let got = snapshot(&mut again.conn(), "k");
+    assert!(
+        got == want,
+        "after the restart: {} of {} members",
+        got.len(),
+        want.len()
+    );
+}
+
 #[test]
 fn a_fault_in_bgsave_fails_the_save_not_the_server() {
     let dir = scratch("bgsave");
@@ -91,15 +105,7 @@ fn a_fault_in_bgsave_fails_the_save_not_the_server() {
         "ok"
     );
     drop(c);
-    s.shutdown("NOSAVE");
-    let again = start_in(&dir, &[]);
-    let got = snapshot(&mut again.conn(), "k");
-    assert!(
-        got == want,
-        "after the restart: {} of {} members",
-        got.len(),
-        want.len()
-    );
+    assert_restart_loads(s, &dir, &want);
 }
 
 #[test]
@@ -120,15 +126,8 @@ fn a_fault_in_a_foreground_save_keeps_the_last_good_file() {
     let log = s.log();
     assert!(log.contains("stopping process"), "no log line:\n{log}");
     drop(c);
-    s.shutdown("NOSAVE");
-    let again = start_in(&dir, &[]);
-    let got = snapshot(&mut again.conn(), "k");
-    assert!(
-        got == want,
-        "the last good file: {} of {} members",
-        got.len(),
-        want.len()
-    );
+    // The last good file loads.
+    assert_restart_loads(s, &dir, &want);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! XSET.ADD key member ttl [member ttl ...]
-//! XSET.ADDEX key [NX|XX] [GT|LT] [EX|PX|EXAT|PXAT] [MAXLEN maxlen] MEMBERS count member time [member time ...]
+//! XSET.ADDEX key [NX|XX] [GT|LT] [EX|PX|EXAT|PXAT] [MAXLEN maxlen] [CAP cap] [CODES] MEMBERS count member time [member time ...]
 //! ```
 //! `XSET.ADD` takes pairs only, literally: every other argument is a member
 //! whatever it spells, every one after it a TTL in seconds. `XSET.ADDEX`
@@ -21,7 +21,7 @@ use crate::errors::{self, err};
 use crate::faults::{self, Fault};
 use crate::keyspace::{self, with_write};
 use crate::xset::{AddOutcome, Compare, Presence};
-use redis_module::{Context, RedisError, RedisResult, RedisString};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::collections::HashMap;
 
 /// A parsed add.
@@ -29,6 +29,15 @@ struct AddRequest<'a> {
     presence: Presence,
     compare: Compare,
     max_len: Option<usize>,
+    /// `CAP n`: refuse the whole add if the set would hold more than n live
+    /// members.
+    cap: Option<usize>,
+    /// `CODES`: reply one code per pair given, in order, instead of the
+    /// count; then `given` is how many pairs were given and `origin[i]` the
+    /// position of `pairs[i]` among them.
+    codes: bool,
+    given: usize,
+    origin: Vec<usize>,
     /// Member and absolute deadline; each member once, at its last position.
     pairs: Vec<(&'a RedisString, u64)>,
 }
@@ -39,13 +48,22 @@ impl<'a> AddRequest<'a> {
             presence: Presence::Any,
             compare: Compare::Any,
             max_len: None,
-            pairs: last_wins(pairs),
+            cap: None,
+            codes: false,
+            given: pairs.len(),
+            origin: Vec::new(),
+            pairs: last_wins(pairs, None),
         }
     }
 }
 
-/// A member named twice counts once and its last deadline wins.
-fn last_wins(mut pairs: Vec<(&RedisString, u64)>) -> Vec<(&RedisString, u64)> {
+/// A member named twice counts once and its last deadline wins. With
+/// `origin`, records where each kept pair stood among those given.
+fn last_wins<'a>(
+    mut pairs: Vec<(&'a RedisString, u64)>,
+    origin: Option<&mut Vec<usize>>,
+) -> Vec<(&'a RedisString, u64)> {
+    let mut kept: Vec<usize> = Vec::new();
     if pairs.len() > 1 {
         let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(pairs.len());
         for (i, (m, _)) in pairs.iter().enumerate() {
@@ -55,10 +73,20 @@ fn last_wins(mut pairs: Vec<(&RedisString, u64)>) -> Vec<(&RedisString, u64)> {
             let mut i = 0;
             pairs.retain(|(m, _)| {
                 let keep = last.get(m.as_slice()) == Some(&i);
+                if keep {
+                    kept.push(i);
+                }
                 i += 1;
                 keep
             });
+        } else {
+            kept.extend(0..pairs.len());
         }
+    } else {
+        kept.extend(0..pairs.len());
+    }
+    if let Some(origin) = origin {
+        *origin = kept;
     }
     pairs
 }
@@ -87,6 +115,8 @@ fn parse_addex(
     let mut compare = Compare::Any;
     let mut unit = None;
     let mut max_len = None;
+    let mut cap = None;
+    let mut codes = false;
     let data = loop {
         let Some(arg) = args.get(pos).map(RedisString::as_slice) else {
             return Err(err(errors::SYNTAX));
@@ -120,6 +150,22 @@ fn parse_addex(
             }
             max_len = Some(usize::try_from(n).unwrap_or(usize::MAX));
             pos += 1;
+        } else if is("CAP") {
+            let n = args.get(pos + 1).ok_or_else(|| err(errors::SYNTAX))?;
+            let n = parse_i64(n.as_slice())?;
+            if cap.is_some() {
+                return Err(err(errors::SYNTAX));
+            }
+            if n <= 0 {
+                return Err(err(errors::CAP_POSITIVE));
+            }
+            cap = Some(usize::try_from(n).unwrap_or(usize::MAX));
+            pos += 1;
+        } else if is("CODES") {
+            if codes {
+                return Err(err(errors::SYNTAX));
+            }
+            codes = true;
         } else if is("MEMBERS") {
             break members_block(args, pos, 2)?;
         } else {
@@ -131,11 +177,19 @@ fn parse_addex(
         return Err(err(errors::GT_LT_NX));
     }
     let unit = unit.unwrap_or(TimeUnit::Seconds);
+    let pairs = parse_pairs(data, unit, now_ms, "xset.addex")?;
+    let given = pairs.len();
+    let mut origin = Vec::new();
+    let pairs = last_wins(pairs, codes.then_some(&mut origin));
     Ok(AddRequest {
         presence,
         compare,
         max_len,
-        pairs: last_wins(parse_pairs(data, unit, now_ms, "xset.addex")?),
+        cap,
+        codes,
+        given,
+        origin,
+        pairs,
     })
 }
 
@@ -181,37 +235,67 @@ pub fn xset_addex(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisRes
     run_add(ctx, &args[1], clock, req)
 }
 
-fn run_add(ctx: &Context, key: &RedisString, clock: Clock, mut req: AddRequest) -> RedisResult {
+fn run_add(ctx: &Context, key: &RedisString, clock: Clock, req: AddRequest) -> RedisResult {
     let now_ms = clock.write_ms();
     with_write(ctx, key, clock, |set| {
+        if let Some(cap) = req.cap {
+            // Members this add would bring in: named, not live now, a time
+            // in the future, and no XX. A refresh counts once (it is live).
+            let incoming = req
+                .pairs
+                .iter()
+                .filter(|(m, d)| {
+                    *d > now_ms
+                        && req.presence != Presence::OnlyExisting
+                        && set.live_deadline_of(m.as_slice(), now_ms).is_none()
+                })
+                .count();
+            if set.live_len(now_ms) + incoming > cap {
+                return Ok(RedisValue::Null);
+            }
+        }
         let mut added = 0;
         let mut removed: Vec<&[u8]> = Vec::new();
-        // `pairs` keeps just the pairs that were written, in order: they are
-        // what gets propagated, and no second vector is needed.
-        req.pairs.retain(|&(member, deadline_ms)| {
-            let member = member.as_slice();
-            match set.add(member, deadline_ms, req.presence, req.compare, now_ms) {
+        // The pairs that were written, in order: what gets propagated.
+        let mut written: Vec<(&RedisString, u64)> = Vec::with_capacity(req.pairs.len());
+        let mut codes = vec![CODE_UNTOUCHED; if req.codes { req.given } else { 0 }];
+        for (i, &(member, deadline_ms)) in req.pairs.iter().enumerate() {
+            let outcome = set.add(
+                member.as_slice(),
+                deadline_ms,
+                req.presence,
+                req.compare,
+                now_ms,
+            );
+            let code = match outcome {
                 AddOutcome::Added => {
                     added += 1;
                     if faults::hit(Fault::WriteMidway) {
                         panic!("fault injected in a write command");
                     }
-                    true
+                    written.push((member, deadline_ms));
+                    CODE_ADDED
                 }
-                AddOutcome::Updated => true,
+                AddOutcome::Updated => {
+                    written.push((member, deadline_ms));
+                    CODE_CHANGED
+                }
                 AddOutcome::Removed => {
-                    removed.push(member);
-                    false
+                    removed.push(member.as_slice());
+                    CODE_REMOVED
                 }
-                AddOutcome::Unchanged | AddOutcome::Skipped | AddOutcome::Ignored => false,
+                AddOutcome::Unchanged | AddOutcome::Skipped | AddOutcome::Ignored => CODE_UNTOUCHED,
+            };
+            if let Some(&at) = req.origin.get(i) {
+                codes[at] = code;
             }
-        });
+        }
         let trimmed = match req.max_len {
             Some(max) if set.len() > max => set.pop_soonest(set.len() - max),
             _ => Vec::new(),
         };
-        keyspace::propagate_add(ctx, key, &req.pairs);
-        if !req.pairs.is_empty() {
+        keyspace::propagate_add(ctx, key, &written);
+        if !written.is_empty() {
             keyspace::notify(ctx, c"xset.add", key);
         }
         if !removed.is_empty() || !trimmed.is_empty() {
@@ -220,6 +304,21 @@ fn run_add(ctx: &Context, key: &RedisString, clock: Clock, mut req: AddRequest) 
             keyspace::propagate_rem(ctx, key, &gone);
             keyspace::notify(ctx, c"xset.rem", key);
         }
-        Ok(int(added))
+        if req.codes {
+            Ok(RedisValue::Array(
+                codes.into_iter().map(RedisValue::Integer).collect(),
+            ))
+        } else {
+            Ok(int(added))
+        }
     })
 }
+
+/// `CODES` replies, one per pair given: the member was added (absent or
+/// expired before), its deadline changed, it was removed (an absolute time
+/// not in the future), or it was left as it was (a condition, the same
+/// deadline, or a later pair naming the same member).
+const CODE_ADDED: i64 = 1;
+const CODE_CHANGED: i64 = 2;
+const CODE_REMOVED: i64 = 3;
+const CODE_UNTOUCHED: i64 = 0;

@@ -153,6 +153,8 @@ const ADDEX_ARGS: &[Arg] = &[
     )
     .optional(),
     Arg::integer("maxlen").token("MAXLEN").optional(),
+    Arg::integer("cap").token("CAP").optional(),
+    Arg::word("codes", "CODES").optional(),
     Arg::integer("count").token("MEMBERS"),
     Arg::block("data", &[MEMBER, Arg::integer("time")]).multiple(),
 ];
@@ -199,7 +201,7 @@ pub const TABLE: &[CommandSpec] = &[
         acl: "write fast",
         arity: -6,
         keys: KEY_UPDATE,
-        summary: "Adds members with conditions, a time unit and a length cap",
+        summary: "Adds members with conditions, a time unit, a length cap or limit, and per-member codes",
         complexity: "O(k log n) for k members",
         since: SECOND,
         args: ADDEX_ARGS,
