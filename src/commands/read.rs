@@ -3,7 +3,7 @@
 //! ever returns or counts a member whose deadline has passed.
 
 use super::parse::{Target, is, parse_i64, parse_u64};
-use super::reply::{bulk, int};
+use super::reply::{WithTtl, bulk, int};
 use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::keyspace::with_read;
@@ -75,6 +75,7 @@ pub fn xset_members(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisR
         }
         pos += 1;
     }
+    let shape = WithTtl::for_client(ctx);
     with_read(ctx, &args[1], clock, |set| {
         let Some(set) = set else {
             return Ok(RedisValue::Array(Vec::new()));
@@ -86,9 +87,10 @@ pub fn xset_members(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisR
         let skip = usize::try_from(offset).unwrap_or(usize::MAX);
         let mut out = Vec::new();
         for (member, deadline_ms) in set.iter_live(clock.now_ms, rev).skip(skip).take(take) {
-            out.push(bulk(member));
             if with_ttl {
-                out.push(RedisValue::Integer(pttl(deadline_ms, clock.now_ms)));
+                shape.push(&mut out, member, pttl(deadline_ms, clock.now_ms));
+            } else {
+                out.push(bulk(member));
             }
         }
         Ok(RedisValue::Array(out))
@@ -184,6 +186,7 @@ pub fn xset_scan(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResu
         }
         pos += 1;
     }
+    let shape = WithTtl::for_client(ctx);
     with_read(ctx, &args[1], clock, |set| {
         let (next, found) = match set {
             Some(set) => set.scan(cursor, count, clock.now_ms),
@@ -194,9 +197,10 @@ pub fn xset_scan(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResu
             if pattern.is_some_and(|p| !glob_match(p, member)) {
                 continue;
             }
-            items.push(bulk(member));
             if with_ttl {
-                items.push(RedisValue::Integer(pttl(deadline_ms, clock.now_ms)));
+                shape.push(&mut items, member, pttl(deadline_ms, clock.now_ms));
+            } else {
+                items.push(bulk(member));
             }
         }
         Ok(RedisValue::Array(vec![

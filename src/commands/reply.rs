@@ -1,6 +1,7 @@
 //! Reply values the command files share.
 
-use redis_module::RedisValue;
+use crate::ffi::server::ContextFlags;
+use redis_module::{Context, RedisValue};
 
 /// An integer reply from a count.
 pub fn int(n: usize) -> RedisValue {
@@ -10,4 +11,33 @@ pub fn int(n: usize) -> RedisValue {
 /// A bulk reply holding `bytes`.
 pub fn bulk(bytes: &[u8]) -> RedisValue {
     RedisValue::StringBuffer(bytes.to_vec())
+}
+
+/// How a `WITHTTL` reply is shaped for the client in `ctx`.
+#[derive(Clone, Copy)]
+pub struct WithTtl {
+    pairs: bool,
+}
+
+impl WithTtl {
+    /// RESP3 clients get `[member, ttl]` pairs, as `ZRANGE ... WITHSCORES`
+    /// gives them; RESP2 clients a flat `member, ttl, ...` array.
+    pub fn for_client(ctx: &Context) -> WithTtl {
+        WithTtl {
+            pairs: ContextFlags::of(Some(ctx)).resp3(),
+        }
+    }
+
+    /// Appends `member` and its `ttl_ms` to `out`.
+    pub fn push(self, out: &mut Vec<RedisValue>, member: &[u8], ttl_ms: i64) {
+        if self.pairs {
+            out.push(RedisValue::Array(vec![
+                bulk(member),
+                RedisValue::Integer(ttl_ms),
+            ]));
+        } else {
+            out.push(bulk(member));
+            out.push(RedisValue::Integer(ttl_ms));
+        }
+    }
 }

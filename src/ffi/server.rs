@@ -41,6 +41,11 @@ impl ContextFlags {
         self.0 & raw::REDISMODULE_CTX_FLAGS_LUA != 0
     }
 
+    /// The client speaks RESP3 (`HELLO 3`).
+    pub fn resp3(self) -> bool {
+        self.0 & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
+    }
+
     /// A replica, or a server loading its data (RDB, AOF): it applies what
     /// it is given and never deletes on its own clock.
     pub fn replica_or_loading(self) -> bool {
