@@ -1,0 +1,34 @@
+/*
+ * The module floor for scripts/bench: the least any module write command with
+ * XSET.ADD's shape pays on this server. FLOOR.ADD key member ttl parses the
+ * TTL, opens the key for writing, propagates an absolute form
+ * (FLOOR.ADD key member <unix-ms deadline>, as xset must) and replies 0. It
+ * stores nothing. Built by scripts/bench with the redismodule.h that the
+ * redis-module crate ships; never loaded outside the benchmark.
+ */
+#include <stdlib.h>
+#define REDISMODULE_MAIN
+#include "redismodule.h"
+
+static int FloorAdd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    long long ttl;
+    if (argc != 4) return RedisModule_WrongArity(ctx);
+    if (RedisModule_StringToLongLong(argv[3], &ttl) != REDISMODULE_OK || ttl <= 0)
+        return RedisModule_ReplyWithError(ctx, "ERR invalid expire time");
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    RedisModule_CloseKey(key);
+    long long deadline = RedisModule_Milliseconds() + ttl * 1000;
+    RedisModule_Replicate(ctx, "FLOOR.ADD", "ssl", argv[1], argv[2], deadline);
+    return RedisModule_ReplyWithLongLong(ctx, 0);
+}
+
+int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    (void)argv;
+    (void)argc;
+    if (RedisModule_Init(ctx, "floor", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "floor.add", FloorAdd, "write deny-oom fast", 1, 1, 1) ==
+        REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    return REDISMODULE_OK;
+}
