@@ -1,7 +1,7 @@
 //! Read commands: `XSET.HAS`, `XSET.MHAS`, `XSET.CARD`, `XSET.COUNT`,
 //! `XSET.MEMBERS`, `XSET.TTL`/`PTTL`/`EXPIRETIME`/`PEXPIRETIME` and
-//! `XSET.SCAN`. None of them
-//! ever returns or counts a member whose deadline has passed.
+//! `XSET.SCAN`. None of them ever returns or counts a member whose deadline
+//! has passed.
 
 use super::parse::{Target, is, parse_i64, parse_u64, parse_window};
 use super::reply::{bulk, int};
