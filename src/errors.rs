@@ -13,6 +13,9 @@ pub const MEMBERS_COUNT_MISMATCH: &str =
 pub const MAXLEN_POSITIVE: &str = "ERR MAXLEN must be a positive integer";
 pub const CAP_POSITIVE: &str = "ERR CAP must be a positive integer";
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+/// A `BYDEADLINE`/`XSET.COUNT` bound that is neither an integer (optionally
+/// after `(`) nor `-inf`/`+inf`; `ZRANGEBYSCORE` says "is not a float".
+pub const MIN_MAX_NOT_INTEGER: &str = "ERR min or max is not an integer or out of range";
 pub const INTERNAL: &str = "ERR internal error in xset (the command changed nothing it could \
                             undo; see the server log)";
 

@@ -878,6 +878,14 @@ fn replica_does_not_expire_actively_and_follows_the_primary() {
     assert_eq!(q::<i64>(&mut r, c!["XSET.HAS", "r", "a"]), 0);
     assert_eq!(q::<i64>(&mut r, c!["XSET.CARD", "r2"]), 1);
     assert_eq!(q::<i64>(&mut r, c!["XSET.HAS", "r2", "keep"]), 1);
+    // Deadline windows hide them too.
+    assert_eq!(q::<i64>(&mut r, c!["XSET.COUNT", "r", "-inf", "+inf"]), 0);
+    let window: Vec<String> = q(
+        &mut r,
+        c!["XSET.MEMBERS", "r", "BYDEADLINE", "-inf", "+inf"],
+    );
+    assert!(window.is_empty(), "{window:?}");
+    assert_eq!(q::<i64>(&mut r, c!["XSET.COUNT", "r2", "-inf", "+inf"]), 1);
     assert!(exists(&mut r, "r"), "replica reads never delete");
     assert_eq!(lazy(&mut r), 0);
     assert_eq!(active(&mut r), 0);

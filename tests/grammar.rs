@@ -12,8 +12,28 @@ use redis::{Connection, Value};
 /// Every word any xset command gives a meaning to, and other awkward names.
 fn odd_members() -> Vec<Vec<u8>> {
     let words = [
-        "NX", "XX", "GT", "LT", "EX", "PX", "EXAT", "PXAT", "MAXLEN", "MEMBERS", "REV", "LIMIT",
-        "WITHTTL", "MATCH", "COUNT", "nx", "members", "Members",
+        "NX",
+        "XX",
+        "GT",
+        "LT",
+        "EX",
+        "PX",
+        "EXAT",
+        "PXAT",
+        "MAXLEN",
+        "MEMBERS",
+        "REV",
+        "LIMIT",
+        "WITHTTL",
+        "MATCH",
+        "COUNT",
+        "BYDEADLINE",
+        "-inf",
+        "+inf",
+        "(1",
+        "nx",
+        "members",
+        "Members",
     ];
     let mut out: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
     out.extend(

@@ -158,8 +158,13 @@ const ADDEX_ARGS: &[Arg] = &[
     Arg::integer("count").token("MEMBERS"),
     Arg::block("data", &[MEMBER, Arg::integer("time")]).multiple(),
 ];
+/// A deadline window's bounds: integers, `(` for exclusive, `-inf`, `+inf`.
+const WINDOW: [Arg; 2] = [Arg::integer("min"), Arg::integer("max")];
 const MEMBERS_ARGS: &[Arg] = &[
     KEY,
+    Arg::block("bydeadline", &WINDOW)
+        .token("BYDEADLINE")
+        .optional(),
     Arg::word("rev", "REV").optional(),
     Arg::block("limit", &[Arg::integer("offset"), Arg::integer("count")])
         .token("LIMIT")
@@ -176,8 +181,9 @@ const SCAN_ARGS: &[Arg] = &[
 
 /// What every command of the first release declares as `since`.
 const FIRST: &str = "0.1.0";
-/// The release that split `XSET.ADD`'s two forms and added the single-member
-/// forms of the `EXPIRE` family and `PERSIST`.
+/// The release that split `XSET.ADD`'s two forms, added the single-member
+/// forms of the `EXPIRE` family and `PERSIST`, and deadline windows
+/// (`XSET.COUNT`, `XSET.MEMBERS ... BYDEADLINE`).
 const SECOND: &str = "0.2.0";
 
 /// Every command xset offers, in the order of the README's reference.
@@ -265,6 +271,18 @@ pub const TABLE: &[CommandSpec] = &[
         complexity: "O(log n) in a large set, O(n) in a small one",
         since: FIRST,
         args: &[KEY],
+    },
+    CommandSpec {
+        name: "xset.count",
+        run: read::xset_count,
+        flags: "readonly fast",
+        acl: "read fast",
+        arity: 4,
+        keys: KEY_READ,
+        summary: "Counts live members whose deadline is in a window",
+        complexity: "O(log n + min(m, n - m)/127) in a large set with m members in the window, O(n) in a small one",
+        since: SECOND,
+        args: &[KEY, WINDOW[0], WINDOW[1]],
     },
     CommandSpec {
         name: "xset.ttl",
@@ -552,6 +570,14 @@ mod tests {
         assert_eq!(
             by_name("xset.ttl").as_deref(),
             Some("XSET.TTL key <member|MEMBERS count member [member ...]>")
+        );
+        assert_eq!(
+            by_name("xset.members").as_deref(),
+            Some("XSET.MEMBERS key [BYDEADLINE min max] [REV] [LIMIT offset count] [WITHTTL]")
+        );
+        assert_eq!(
+            by_name("xset.count").as_deref(),
+            Some("XSET.COUNT key min max")
         );
         assert_eq!(
             by_name("xset.scan").as_deref(),

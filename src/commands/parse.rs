@@ -5,7 +5,7 @@
 //! touches a key: a command that fails here has changed nothing.
 
 use crate::errors::{self, err};
-use crate::xset::MAX_DEADLINE_MS;
+use crate::xset::{Bound, BoundValue, MAX_DEADLINE_MS, Window};
 use redis_module::{RedisError, RedisString, RedisValue};
 
 /// Parses a signed 64-bit integer exactly as Redis does: optional `-`, no
@@ -37,6 +37,33 @@ pub fn parse_u64(bytes: &[u8]) -> Option<u64> {
         return None;
     }
     std::str::from_utf8(bytes).ok()?.parse().ok()
+}
+
+/// Parses one end of a deadline window, as `ZRANGEBYSCORE` parses a score
+/// but in integer Unix milliseconds: an integer (Redis's rules), `-inf` or
+/// `+inf` (any case), each optionally after one `(` that makes it
+/// exclusive.
+pub fn parse_bound(bytes: &[u8]) -> Result<Bound, RedisError> {
+    let (exclusive, rest) = match bytes.strip_prefix(b"(") {
+        Some(rest) => (true, rest),
+        None => (false, bytes),
+    };
+    let value = if rest.eq_ignore_ascii_case(b"-inf") {
+        BoundValue::NegInf
+    } else if rest.eq_ignore_ascii_case(b"+inf") {
+        BoundValue::PosInf
+    } else {
+        BoundValue::Ms(parse_i64(rest).map_err(|_| err(errors::MIN_MAX_NOT_INTEGER))?)
+    };
+    Ok(Bound { value, exclusive })
+}
+
+/// Parses the `min max` bounds of a deadline window.
+pub fn parse_window(min: &RedisString, max: &RedisString) -> Result<Window, RedisError> {
+    Ok(Window::new(
+        parse_bound(min.as_slice())?,
+        parse_bound(max.as_slice())?,
+    ))
 }
 
 /// Whether `arg` is the keyword `kw`, in any case.
@@ -176,6 +203,51 @@ mod tests {
         ] {
             assert!(
                 parse_i64(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn bounds_follow_zrangebyscore_in_integers() {
+        let ok = |b: &[u8]| parse_bound(b).ok();
+        let at = |ms, exclusive| {
+            Some(Bound {
+                value: BoundValue::Ms(ms),
+                exclusive,
+            })
+        };
+        assert_eq!(ok(b"5"), at(5, false));
+        assert_eq!(ok(b"(5"), at(5, true));
+        assert_eq!(ok(b"-5"), at(-5, false));
+        assert_eq!(ok(b"(-5"), at(-5, true));
+        assert_eq!(ok(b"(0"), at(0, true));
+        assert_eq!(ok(b"9223372036854775807"), at(i64::MAX, false));
+        assert_eq!(ok(b"-inf"), Some(Bound::NEG_INF));
+        assert_eq!(ok(b"+INF"), Some(Bound::POS_INF));
+        assert_eq!(ok(b"(+inf"), Some(Bound::exclusive(BoundValue::PosInf)));
+        assert_eq!(ok(b"(-Inf"), Some(Bound::exclusive(BoundValue::NegInf)));
+        for bad in [
+            &b""[..],
+            b"(",
+            b"((1",
+            b"abc",
+            b"1.5",
+            b"+1",
+            b"01",
+            b"inf",
+            b"-infinity",
+            b"+inf(",
+            b" 1",
+            b"( 1",
+            b"1)",
+            b"9223372036854775808",
+            b"(-9223372036854775809",
+        ] {
+            let e = parse_bound(bad).err();
+            assert!(
+                matches!(e, Some(RedisError::Str(m)) if m == errors::MIN_MAX_NOT_INTEGER),
                 "{:?}",
                 String::from_utf8_lossy(bad)
             );

@@ -257,6 +257,20 @@ impl Store for Large {
         }
     }
 
+    fn iter_between(&self, lo: u64, hi: u64, rev: bool) -> Items<'_> {
+        let range = self.by_deadline.between(lo, hi);
+        let pick = move |(d, s): (u64, u32)| (self.entry(s).member(), d);
+        if rev {
+            Box::new(range.rev().map(pick))
+        } else {
+            Box::new(range.map(pick))
+        }
+    }
+
+    fn count_between(&self, lo: u64, hi: u64) -> usize {
+        self.by_deadline.count_between(lo, hi)
+    }
+
     fn iter_all(&self) -> Items<'_> {
         Box::new(
             self.by_deadline

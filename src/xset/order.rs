@@ -401,6 +401,56 @@ impl DeadlineIndex {
         })
     }
 
+    /// Leaf and position just past the last pair whose deadline is at most
+    /// `hi`.
+    fn seek_after(&self, hi: u64) -> (usize, usize) {
+        match hi.checked_add(1) {
+            Some(next) => self.seek((next, 0)),
+            None => (self.nodes.len(), 0),
+        }
+    }
+
+    /// The pairs whose deadline lies in `lo..=hi`, in order; reversible, so
+    /// either end starts in O(log n). Empty when `lo > hi`.
+    pub fn between(&self, lo: u64, hi: u64) -> impl DoubleEndedIterator<Item = Key> + '_ {
+        let (i, pos) = self.seek((lo, 0));
+        let (j, end) = if lo <= hi {
+            self.seek_after(hi)
+        } else {
+            (i, pos)
+        };
+        // Leaf `j` is included only if some of its pairs are.
+        let stop = if end == 0 { j } else { j + 1 };
+        (i..stop).flat_map(move |k| {
+            let leaf = &self.nodes[k];
+            let from = if k == i { pos } else { 0 };
+            let to = if k == j { end } else { leaf.len() };
+            (from..to).map(move |p| leaf.key(p))
+        })
+    }
+
+    /// How many pairs have a deadline in `lo..=hi`: 0 when `lo > hi`.
+    /// O(log n + min(l, L - l)) for `l` of the `L` leaves spanned by the
+    /// window: it sums the leaf lengths inside the window, or subtracts the
+    /// ones outside it, whichever are fewer.
+    pub fn count_between(&self, lo: u64, hi: u64) -> usize {
+        if lo > hi {
+            return 0;
+        }
+        let (i, pos) = self.seek((lo, 0));
+        let (j, end) = self.seek_after(hi);
+        let inside = j - i;
+        let whole = if inside <= self.nodes.len() - inside {
+            self.nodes.range(i..j).map(Leaf::len).sum::<usize>()
+        } else {
+            let outside = self.nodes.range(..i).map(Leaf::len).sum::<usize>()
+                + self.nodes.range(j..).map(Leaf::len).sum::<usize>();
+            self.len - outside
+        };
+        // Pairs before (j, end) less pairs before (i, pos).
+        whole + end - pos
+    }
+
     /// Every pair, in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = Key> + '_ {
         self.iter_from((0, 0))
@@ -468,6 +518,56 @@ mod tests {
         }
         assert_eq!(index.pop_first(), None);
         assert!(index.nodes.is_empty() && index.len() == 0);
+    }
+
+    #[test]
+    fn windows_across_many_leaves_match_a_filter() {
+        let mut index = DeadlineIndex::default();
+        let mut model = BTreeSet::new();
+        // 40 leaves' worth, three pairs per deadline, and a tail without one.
+        for s in 0..40 * LEAF_CAP as u32 {
+            let d = if s % 97 == 0 {
+                u64::MAX
+            } else {
+                u64::from(s / 3)
+            };
+            index.insert((d, s));
+            model.insert((d, s));
+        }
+        let max = 40 * LEAF_CAP as u64 / 3;
+        let edges = [
+            0,
+            1,
+            2,
+            126,
+            127,
+            500,
+            max / 2,
+            max - 1,
+            max,
+            max + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for &lo in &edges {
+            for &hi in &edges {
+                let want: Vec<Key> = model
+                    .iter()
+                    .copied()
+                    .filter(|k| lo <= k.0 && k.0 <= hi)
+                    .collect();
+                assert!(
+                    index.between(lo, hi).eq(want.iter().copied()),
+                    "{lo}..={hi}"
+                );
+                assert!(index.between(lo, hi).rev().eq(want.iter().rev().copied()));
+                assert_eq!(index.count_between(lo, hi), want.len(), "{lo}..={hi}");
+            }
+        }
+        assert_eq!(index.count_between(0, u64::MAX), index.len());
+        assert_eq!(index.between(5, 4).count(), 0);
+        assert_eq!(DeadlineIndex::default().count_between(0, u64::MAX), 0);
+        assert_eq!(DeadlineIndex::default().between(0, u64::MAX).count(), 0);
     }
 
     #[test]
@@ -569,6 +669,12 @@ mod tests {
                 prop_assert_eq!(index.count_below(key), model.range(..key).count());
                 prop_assert!(index.iter_from(key).eq(model.range(key..).copied()));
                 prop_assert!(index.iter_from(key).rev().eq(model.range(key..).rev().copied()));
+                let (lo, hi) = (d, d + u64::from(s % 12));
+                let (lo, hi) = if s % 5 == 0 { (hi, lo) } else { (lo, hi) };
+                let want: Vec<Key> = model.iter().copied().filter(|k| lo <= k.0 && k.0 <= hi).collect();
+                prop_assert!(index.between(lo, hi).eq(want.iter().copied()));
+                prop_assert!(index.between(lo, hi).rev().eq(want.iter().rev().copied()));
+                prop_assert_eq!(index.count_between(lo, hi), want.len());
             }
             same(&index, &model);
         }

@@ -185,6 +185,28 @@ impl Store for Small {
         }
     }
 
+    fn iter_between(&self, lo: u64, hi: u64, rev: bool) -> Items<'_> {
+        // Entries are in deadline order: skip those below, stop above.
+        let inside = self
+            .entries()
+            .skip_while(move |e| e.deadline_ms < lo)
+            .take_while(move |e| e.deadline_ms <= hi)
+            .map(|e| (e.member, e.deadline_ms));
+        if rev {
+            let mut all: Vec<(&[u8], u64)> = inside.collect();
+            all.reverse();
+            Box::new(all.into_iter())
+        } else {
+            Box::new(inside)
+        }
+    }
+
+    fn count_between(&self, lo: u64, hi: u64) -> usize {
+        self.entries()
+            .filter(|e| lo <= e.deadline_ms && e.deadline_ms <= hi)
+            .count()
+    }
+
     fn iter_all(&self) -> Items<'_> {
         Box::new(self.entries().map(|e| (e.member, e.deadline_ms)))
     }

@@ -31,6 +31,11 @@ pub trait Store {
     fn live_len(&self, now_ms: u64) -> usize;
     /// Live members in deadline order (reversed when `rev`).
     fn iter_live(&self, now_ms: u64, rev: bool) -> Items<'_>;
+    /// Stored members whose deadline lies in `lo..=hi`, expired or not, in
+    /// deadline order (reversed when `rev`); none when `lo > hi`.
+    fn iter_between(&self, lo: u64, hi: u64, rev: bool) -> Items<'_>;
+    /// How many stored members have a deadline in `lo..=hi`.
+    fn count_between(&self, lo: u64, hi: u64) -> usize;
     /// Every stored member in deadline order.
     fn iter_all(&self) -> Items<'_>;
     /// One step of a cursor scan: the live members found and the next
