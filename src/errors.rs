@@ -12,6 +12,10 @@ pub const MEMBERS_COUNT_MISMATCH: &str =
     "ERR the MEMBERS count must match the number of members that follow";
 pub const MAXLEN_POSITIVE: &str = "ERR MAXLEN must be a positive integer";
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+/// `SPOP key -1`'s wording.
+pub const OUT_OF_RANGE_POSITIVE: &str = "ERR value is out of range, must be positive";
+/// `SRANDMEMBER`'s wording for a count out of its range.
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
 pub const INTERNAL: &str = "ERR internal error in xset (the command changed nothing it could \
                             undo; see the server log)";
 

@@ -3,7 +3,7 @@
 //! ever returns or counts a member whose deadline has passed.
 
 use super::parse::{Target, is, parse_i64, parse_u64};
-use super::reply::{bulk, int};
+use super::reply::{bulk, int, pttl};
 use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::keyspace::with_read;
@@ -39,15 +39,6 @@ pub fn xset_card(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResu
     with_read(ctx, &args[1], clock, |set| {
         Ok(int(set.map_or(0, |s| s.live_len(clock.now_ms))))
     })
-}
-
-/// Milliseconds left before `deadline_ms`, or -1 for no deadline.
-fn pttl(deadline_ms: u64, now_ms: u64) -> i64 {
-    if deadline_ms == NO_DEADLINE {
-        -1
-    } else {
-        (deadline_ms - now_ms) as i64
-    }
 }
 
 /// `XSET.MEMBERS key [REV] [LIMIT offset count] [WITHTTL]`: live members

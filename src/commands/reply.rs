@@ -1,5 +1,6 @@
 //! Reply values the command files share.
 
+use crate::xset::NO_DEADLINE;
 use redis_module::RedisValue;
 
 /// An integer reply from a count.
@@ -10,4 +11,13 @@ pub fn int(n: usize) -> RedisValue {
 /// A bulk reply holding `bytes`.
 pub fn bulk(bytes: &[u8]) -> RedisValue {
     RedisValue::StringBuffer(bytes.to_vec())
+}
+
+/// Milliseconds left before `deadline_ms`, or -1 for no deadline.
+pub fn pttl(deadline_ms: u64, now_ms: u64) -> i64 {
+    if deadline_ms == NO_DEADLINE {
+        -1
+    } else {
+        (deadline_ms - now_ms) as i64
+    }
 }
