@@ -185,8 +185,8 @@ const POP_ARGS: &[Arg] = &[
 /// Random picks draw slab slots; they read the live list instead for a
 /// count above a third of the set, or after 32 draws in a row found vacant
 /// or expired slots.
-const RANDOM_COMPLEXITY: &str =
-    "O(1) without count, O(count) with one; O(n) for a count over n/3 or a set mostly expired";
+const RANDOM_COMPLEXITY: &str = "O(1) without count, O(count) with one; O(n) in a small set, for a \
+                                 count over n/3 or a set mostly expired";
 const POP_COMPLEXITY: &str = "O(log n) for each member popped; at random, O(n) for a count over \
                               n/3 or a set mostly expired";
 

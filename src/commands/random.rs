@@ -69,8 +69,8 @@ fn single_reply<M: AsRef<[u8]>>(found: Option<&M>) -> RedisValue {
 /// that many distinct live members; a negative one, exactly that many with
 /// repeats (at most [`MAX_REPEATED`]); 0, an empty array. `WITHTTL`
 /// follows each member with its TTL in milliseconds. O(1) without a count,
-/// O(count) with one; O(n) for a count above a third of the set, or a set
-/// mostly expired or vacant.
+/// O(count) with one; O(n) in a small set, for a count above a third of
+/// the set, or a set mostly expired or vacant.
 pub fn xset_randmember(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
     let (count, with_ttl) = match &args[2..] {
         [] => (None, false),

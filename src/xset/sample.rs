@@ -4,7 +4,8 @@
 //! The random source is passed in (`rng` yields uniform 64-bit words), so
 //! the core stays pure and tests can drive it. Every draw is uniform over
 //! the members live at `now_ms`, and no expired member is ever returned:
-//! - small sets (at most a few hundred members) index into their live list;
+//! - small sets (at most [`super::Limits::max_small_members`]) index into
+//!   their live list;
 //! - large sets draw random slab slots and reject vacant or expired ones
 //!   (each member owns exactly one slot, so an accepted slot is a uniform
 //!   live member); after [`SLOT_TRIES`] rejections in a row, or when a
