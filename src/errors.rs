@@ -16,6 +16,10 @@ pub const INVALID_CURSOR: &str = "ERR invalid cursor";
 /// A `BYDEADLINE`/`XSET.COUNT` bound that is neither an integer (optionally
 /// after `(`) nor `-inf`/`+inf`; `ZRANGEBYSCORE` says "is not a float".
 pub const MIN_MAX_NOT_INTEGER: &str = "ERR min or max is not an integer or out of range";
+/// `SPOP key -1`'s wording.
+pub const OUT_OF_RANGE_POSITIVE: &str = "ERR value is out of range, must be positive";
+/// `SRANDMEMBER`'s wording for a count out of its range.
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
 pub const INTERNAL: &str = "ERR internal error in xset (the command changed nothing it could \
                             undo; see the server log)";
 

@@ -30,9 +30,11 @@ fn shape(v: &Value) -> String {
 /// Every WITHTTL form of the module's commands: (command, where the
 /// member/ttl list sits in the reply).
 fn with_ttl_replies(c: &mut Connection) -> Vec<(String, Value)> {
-    let cmds: [&[&str]; 2] = [
+    let cmds: [&[&str]; 4] = [
         &["XSET.MEMBERS", "k", "WITHTTL"],
+        &["XSET.MEMBERS", "k", "BYDEADLINE", "-inf", "+inf", "WITHTTL"],
         &["XSET.SCAN", "k", "0", "WITHTTL"],
+        &["XSET.RANDMEMBER", "k", "2", "WITHTTL"],
     ];
     cmds.iter()
         .map(|cmd| {

@@ -14,6 +14,7 @@
 
 pub mod add;
 pub mod parse;
+pub mod random;
 pub mod read;
 pub mod reply;
 pub mod write;
@@ -179,11 +180,29 @@ const SCAN_ARGS: &[Arg] = &[
     WITHTTL,
 ];
 
+const RANDMEMBER_ARGS: &[Arg] = &[
+    KEY,
+    Arg::block("options", &[Arg::integer("count"), WITHTTL]).optional(),
+];
+const POP_ARGS: &[Arg] = &[
+    KEY,
+    Arg::integer("count").optional(),
+    Arg::word("soonest", "SOONEST").optional(),
+];
+/// Random picks draw slab slots; they read the live list instead for a
+/// count above a third of the set, or after 32 draws in a row found vacant
+/// or expired slots.
+const RANDOM_COMPLEXITY: &str = "O(1) without count, O(count) with one; O(n) in a small set, for a \
+                                 count over n/3 or a set mostly expired";
+const POP_COMPLEXITY: &str = "O(log n) for each member popped; at random, O(n) for a count over \
+                              n/3 or a set mostly expired";
+
 /// What every command of the first release declares as `since`.
 const FIRST: &str = "0.1.0";
 /// The release that split `XSET.ADD`'s two forms, added the single-member
-/// forms of the `EXPIRE` family and `PERSIST`, and deadline windows
-/// (`XSET.COUNT`, `XSET.MEMBERS ... BYDEADLINE`).
+/// forms of the `EXPIRE` family and `PERSIST`, deadline windows
+/// (`XSET.COUNT`, `XSET.MEMBERS ... BYDEADLINE`), `XSET.RANDMEMBER` and
+/// `XSET.POP`.
 const SECOND: &str = "0.2.0";
 
 /// Every command xset offers, in the order of the README's reference.
@@ -404,6 +423,30 @@ pub const TABLE: &[CommandSpec] = &[
         since: FIRST,
         args: SCAN_ARGS,
     },
+    CommandSpec {
+        name: "xset.randmember",
+        run: random::xset_randmember,
+        flags: "readonly",
+        acl: "read slow",
+        arity: -2,
+        keys: KEY_READ,
+        summary: "Returns random live members",
+        complexity: RANDOM_COMPLEXITY,
+        since: SECOND,
+        args: RANDMEMBER_ARGS,
+    },
+    CommandSpec {
+        name: "xset.pop",
+        run: random::xset_pop,
+        flags: "write fast",
+        acl: "write fast",
+        arity: -2,
+        keys: KEY_UPDATE,
+        summary: "Removes and returns random live members, or those expiring soonest",
+        complexity: POP_COMPLEXITY,
+        since: SECOND,
+        args: POP_ARGS,
+    },
 ];
 
 /// Commands that exist only in test builds (`fault-injection`), after
@@ -582,6 +625,14 @@ mod tests {
         assert_eq!(
             by_name("xset.scan").as_deref(),
             Some("XSET.SCAN key cursor [MATCH pattern] [COUNT count] [WITHTTL]")
+        );
+        assert_eq!(
+            by_name("xset.randmember").as_deref(),
+            Some("XSET.RANDMEMBER key [count [WITHTTL]]")
+        );
+        assert_eq!(
+            by_name("xset.pop").as_deref(),
+            Some("XSET.POP key [count] [SOONEST]")
         );
     }
 }

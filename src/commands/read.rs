@@ -4,7 +4,7 @@
 //! has passed.
 
 use super::parse::{Target, is, parse_i64, parse_u64, parse_window};
-use super::reply::{WithTtl, bulk, int};
+use super::reply::{WithTtl, bulk, int, pttl};
 use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::keyspace::with_read;
@@ -50,15 +50,6 @@ pub fn xset_count(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisRes
     with_read(ctx, &args[1], clock, |set| {
         Ok(int(set.map_or(0, |s| s.count_window(window, clock.now_ms))))
     })
-}
-
-/// Milliseconds left before `deadline_ms`, or -1 for no deadline.
-fn pttl(deadline_ms: u64, now_ms: u64) -> i64 {
-    if deadline_ms == NO_DEADLINE {
-        -1
-    } else {
-        (deadline_ms - now_ms) as i64
-    }
 }
 
 /// `XSET.MEMBERS key [BYDEADLINE min max] [REV] [LIMIT offset count]

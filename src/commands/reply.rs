@@ -1,6 +1,7 @@
 //! Reply values the command files share.
 
 use crate::ffi::server::ContextFlags;
+use crate::xset::NO_DEADLINE;
 use redis_module::{Context, RedisValue};
 
 /// An integer reply from a count.
@@ -39,5 +40,14 @@ impl WithTtl {
             out.push(bulk(member));
             out.push(RedisValue::Integer(ttl_ms));
         }
+    }
+}
+
+/// Milliseconds left before `deadline_ms`, or -1 for no deadline.
+pub fn pttl(deadline_ms: u64, now_ms: u64) -> i64 {
+    if deadline_ms == NO_DEADLINE {
+        -1
+    } else {
+        (deadline_ms - now_ms) as i64
     }
 }

@@ -104,6 +104,14 @@ impl Large {
         large
     }
 
+    /// The member at slab position `slot` and its deadline, expired or not;
+    /// `None` for a vacant or out-of-range slot. O(1): what random sampling
+    /// draws from (each stored member owns exactly one slot).
+    pub fn at_slot(&self, slot: usize) -> Option<(&[u8], u64)> {
+        let entry = self.slots.get(slot)?.as_ref()?;
+        Some((entry.member(), self.deadline(slot as u32, entry)))
+    }
+
     /// Length of the slab, vacant slots included.
     pub fn slab_len(&self) -> usize {
         self.slots.len()

@@ -25,6 +25,7 @@ mod glob;
 mod large;
 mod member;
 mod order;
+mod sample;
 mod slab;
 mod small;
 mod store;
