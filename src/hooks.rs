@@ -12,7 +12,7 @@ use crate::ffi::server::{self, ServerHooks};
 use crate::keyspace;
 use crate::stats;
 use crate::tracking;
-use redis_module::{Context, InfoContext, NotifyEvent, RedisError, RedisResult, RedisString};
+use redis_module::{Context, InfoContext, RedisError, RedisResult, RedisString};
 use redis_module_macros::info_command_handler;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -74,18 +74,16 @@ impl ServerHooks for Server {
     fn command_arrives(name: &[u8]) {
         clock::command_arrives(name);
     }
-}
 
-/// Generic keyspace events that bring a value under a new name or database
-/// (`rename_to`, `move_to`, `copy_to`): the key is tracked anew if it holds
-/// an xset. Loaded and restored keys are tracked by the type's `rdb_load`,
-/// so loading other types' keys costs nothing here.
-pub fn on_keyspace_event(ctx: &Context, _kind: NotifyEvent, event: &str, key: &[u8]) {
-    if !matches!(event, "rename_to" | "move_to" | "copy_to") {
-        return;
-    }
-    if catch_unwind(AssertUnwindSafe(|| keyspace::retrack(ctx, key))).is_err() {
-        ctx.log_warning("xset: a bug was caught in a keyspace event handler");
+    /// Events that bring a value under a new name or database
+    /// (`rename_to`, `move_to`, `copy_to`, `restore`): the key is tracked
+    /// anew if it holds an xset. Loaded keys are tracked by the type's
+    /// `rdb_load`; `restore` is followed too because `RESTORE ... REPLACE`
+    /// deletes the old value (untracking the key) after loading the new one.
+    fn keyspace_event(ctx: &Context, event: &[u8], key: &[u8]) {
+        if matches!(event, b"rename_to" | b"move_to" | b"copy_to" | b"restore") {
+            keyspace::retrack(ctx, key);
+        }
     }
 }
 

@@ -292,8 +292,8 @@ pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Rep
 }
 
 /// Tracks `key` of the selected database anew after it arrived under this
-/// name (`RENAME`/`MOVE`/`COPY` targets). Keys of other types are left
-/// alone.
+/// name (`RENAME`/`MOVE`/`COPY` targets, `RESTORE`). Keys of other types
+/// are left alone.
 pub fn retrack(ctx: &Context, key: &[u8]) {
     let name = ctx.create_string(key);
     let handle = ctx.open_key_with_flags(&name, KeyFlags::NOTOUCH);

@@ -84,9 +84,10 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
         return Status::Err;
     }
     ffi::server::set_module_options(ctx);
+    // Subscriptions come last: nothing after them may refuse the load.
     let registered = register_commands(ctx)
-        .and_then(|()| ffi::server::subscribe::<hooks::Server>(ctx))
-        .and_then(|()| ffi::command::create_add_words());
+        .and_then(|()| ffi::command::create_add_words())
+        .and_then(|()| ffi::server::subscribe::<hooks::Server>(ctx));
     if let Err(e) = registered {
         ctx.log_warning(&format!("xset: {e}"));
         return Status::Err;
@@ -101,9 +102,6 @@ redis_module! {
     allocator: (allocator::Chosen, allocator::CHOSEN),
     data_types: [XSET_TYPE],
     init: init,
-    event_handlers: [
-        [@GENERIC: hooks::on_keyspace_event],
-    ],
     configurations: [
         i64: [
             ["active-expire-period-ms", &*config::PERIOD_MS, config::PERIOD_MS_RANGE.0, config::PERIOD_MS_RANGE.1, config::PERIOD_MS_RANGE.2, ConfigurationFlags::DEFAULT, None],

@@ -145,6 +145,18 @@ fn module_load_at_run_time_checks_arguments_too() {
         assert!(r.is_err(), "{args:?} loaded");
         let log = std::fs::read_to_string(dir.join("redis.log")).unwrap_or_default();
         assert!(log.contains(says), "{args:?}: log lacks '{says}'");
+        // A refused load leaves no hook behind: keyspace events, commands
+        // and the event loop still run without calling into the unloaded
+        // library.
+        let _: () = redis::cmd("SET")
+            .arg("probe")
+            .arg("v")
+            .query(&mut c)
+            .expect("SET");
+        let _: i64 = redis::cmd("DEL").arg("probe").query(&mut c).expect("DEL");
+        let _: String = redis::cmd("PING")
+            .query(&mut c)
+            .expect("PING after a refused load");
     }
     // Newer servers list built-in modules (Lua): only xset must be absent.
     let modules: redis::Value = redis::cmd("MODULE")

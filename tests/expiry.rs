@@ -578,6 +578,22 @@ fn restore_then_on_time_expiry_under_the_new_name() {
     assert_eq!(lazy(&mut c), 0);
 }
 
+/// `RESTORE ... REPLACE` of a key by its own dump: the new value is loaded
+/// (and tracked) before the old one is deleted (and untracked), with the
+/// same earliest deadline; the key must still be tracked afterwards.
+#[test]
+fn restore_replace_by_its_own_dump_stays_tracked() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let due = server_ms(&mut c) + 400;
+    add_at(&mut c, "self", &[("a", due), ("b", due)]);
+    let dump: Vec<u8> = q(&mut c, c!["DUMP", "self"]);
+    let _: String = q(&mut c, &[b"RESTORE", b"self", b"0", &dump, b"REPLACE"]);
+    assert_eq!(tracked(&mut c), 1);
+    expect_reclaimed_on_time(&s, &mut c, "self", due);
+    assert_eq!(lazy(&mut c), 0);
+}
+
 #[test]
 fn debug_reload_then_on_time_expiry() {
     let s = Server::start(&[]);

@@ -148,6 +148,8 @@ pub trait ServerHooks {
     /// filter: called for commands from clients and from scripts, before
     /// they are looked up, queued or refused).
     fn command_arrives(name: &[u8]);
+    /// A generic keyspace event (`rename_to`, `del`, ...) for `key`.
+    fn keyspace_event(ctx: &Context, event: &[u8], key: &[u8]);
 }
 
 fn caught(what: &str, f: impl FnOnce()) {
@@ -223,8 +225,31 @@ extern "C" fn on_command<H: ServerHooks>(fctx: *mut raw::RedisModuleCommandFilte
     caught("the command filter", || H::command_arrives(name));
 }
 
-/// Subscribes `H` to the event loop, `FLUSHDB`/`FLUSHALL`, `SWAPDB` and the
-/// command filter.
+extern "C" fn on_keyspace_event<H: ServerHooks>(
+    ctx: *mut raw::RedisModuleCtx,
+    _class: c_int,
+    event: *const std::ffi::c_char,
+    key: *mut raw::RedisModuleString,
+) -> c_int {
+    if event.is_null() || key.is_null() {
+        return 0;
+    }
+    // SAFETY: the server passes a NUL-terminated event name and a live key
+    // string for the duration of the call.
+    let event = unsafe { CStr::from_ptr(event) }.to_bytes();
+    let key = RedisString::string_as_slice(key);
+    let context = Context::new(ctx);
+    caught("a keyspace event handler", || {
+        H::keyspace_event(&context, event, key)
+    });
+    0
+}
+
+/// Subscribes `H` to the event loop, `FLUSHDB`/`FLUSHALL`, `SWAPDB`, generic
+/// keyspace events and the command filter. Called last while loading, after
+/// every step that can refuse the load: a refused load must leave no
+/// subscription behind (servers before 7.2.4 keep keyspace subscriptions of
+/// a module whose load failed, and would call into the unloaded library).
 pub fn subscribe<H: ServerHooks>(ctx: &Context) -> Result<(), String> {
     let (Some(subscribe), Some(filter)) = (
         api!(RedisModule_SubscribeToServerEvent),
@@ -244,6 +269,21 @@ pub fn subscribe<H: ServerHooks>(ctx: &Context) -> Result<(), String> {
         if unsafe { subscribe(ctx.get_raw(), event, callback) } != raw::Status::Ok as c_int {
             return Err(format!("cannot subscribe to server event {id}"));
         }
+    }
+    let Some(keyspace) = api!(RedisModule_SubscribeToKeyspaceEvents) else {
+        return Err("the server has no keyspace event subscriptions".into());
+    };
+    // SAFETY: as above; the callback reads only the event name and key the
+    // server passes.
+    let status = unsafe {
+        keyspace(
+            ctx.get_raw(),
+            raw::REDISMODULE_NOTIFY_GENERIC,
+            Some(on_keyspace_event::<H>),
+        )
+    };
+    if status != raw::Status::Ok as c_int {
+        return Err("cannot subscribe to keyspace events".into());
     }
     // SAFETY: as above; NOSELF skips commands this module runs itself.
     let registered = unsafe {
