@@ -7,10 +7,12 @@
 //! `EVAL*` or `FCALL*` arrived, taken by the server's command filter
 //! ([`command_arrives`], through `hooks`). The filter sees every command
 //! before it runs, also those a script calls, but a script cannot call
-//! `EXEC`, `EVAL*` or `FCALL*`, and a client's `EVAL` that arrives while a
-//! script is running (it will be refused as busy) is not taken: so the
-//! snapshot is exactly the transaction's start, even for a script that runs
-//! past `busy-reply-threshold`, on every server version. The server's own
+//! `EXEC`, `EVAL*` or `FCALL*`, and a client's `EVAL` or `EXEC` that arrives
+//! while a script or transaction is running (it will be refused as busy) is
+//! not taken: so the snapshot is exactly the transaction's start, even for a
+//! script that runs past `busy-reply-threshold`, on every server version.
+//! One that arrives while writes are paused may be postponed and rerun
+//! without the filter: its time is taken by its first xset command. The server's own
 //! cached time (`RedisModule_CachedMicroseconds`, 7.2+) is not used: it
 //! moves inside long scripts.
 
@@ -42,13 +44,26 @@ pub fn command_arrives(name: &[u8]) {
     {
         return;
     }
-    if ContextFlags::of(None).in_script() {
-        // Another client's EVAL while a script runs: refused as busy, and
-        // it must not move the running script's time.
+    if ContextFlags::of(None).in_transaction() {
+        // Another client's EVAL or EXEC while a script or transaction runs
+        // (a busy script, a module yielding): refused as busy, and it must
+        // not move the running one's time.
         return;
     }
-    TRANSACTION_START_MS.store(server::milliseconds(), Ordering::Relaxed);
+    // While clients are paused for writes, the transaction may be postponed
+    // and run later without passing the filter again (7.2+ skips filters
+    // for reprocessed commands): leave the time to be taken when its first
+    // xset command runs.
+    let start = if server::writes_paused() {
+        UNSET
+    } else {
+        server::milliseconds()
+    };
+    TRANSACTION_START_MS.store(start, Ordering::Relaxed);
 }
+
+/// [`TRANSACTION_START_MS`] before it is known.
+const UNSET: u64 = 0;
 
 /// The time a command runs at, and whether this server may reclaim.
 #[derive(Clone, Copy, Debug)]
@@ -72,9 +87,19 @@ impl Clock {
     /// The clock for the command or callback running in `ctx`.
     pub fn of(ctx: &Context) -> Clock {
         let flags = ContextFlags::of(Some(ctx));
-        let now_ms = match TRANSACTION_START_MS.load(Ordering::Relaxed) {
-            ms if ms != 0 && flags.in_transaction() => ms,
-            _ => server::milliseconds(),
+        let now_ms = if flags.in_transaction() {
+            match TRANSACTION_START_MS.load(Ordering::Relaxed) {
+                UNSET => {
+                    // The first xset command of a transaction whose start
+                    // was not taken: its time stands for the rest.
+                    let now = server::milliseconds();
+                    TRANSACTION_START_MS.store(now, Ordering::Relaxed);
+                    now
+                }
+                ms => ms,
+            }
+        } else {
+            server::milliseconds()
         };
         let primary = !flags.replica_or_loading();
         Clock {

@@ -218,3 +218,39 @@ fn plain_commands_read_the_clock() {
     std::thread::sleep(Duration::from_millis(80));
     assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "m", "b"]), 0);
 }
+
+/// An `EXEC` that arrives during `CLIENT PAUSE ... WRITE` waits and runs
+/// when the pause ends (on 7.2+ without passing the command filter again):
+/// its TTLs count from when it ran, as the native key's does.
+#[test]
+fn a_transaction_postponed_by_a_write_pause_runs_at_its_own_time() {
+    let s = Server::start(&[]);
+    let mut admin = s.conn();
+    let mut c = s.conn();
+    let _: String = q(&mut c, c!["MULTI"]);
+    let queued: String = q(
+        &mut c,
+        c!["XSET.ADDEX", "m", "PX", "MEMBERS", "1", "a", "250"],
+    );
+    assert_eq!(queued, "QUEUED");
+    let _: String = q(&mut c, c!["SET", "native", "v", "PX", "250"]);
+    let _: String = q(&mut admin, c!["CLIENT", "PAUSE", "400", "WRITE"]);
+    let started = Instant::now();
+    let _: Vec<Value> = q(&mut c, c!["EXEC"]);
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "the EXEC did not wait for the pause"
+    );
+    assert_eq!(q::<i64>(&mut c, c!["EXISTS", "native"]), 1);
+    assert_eq!(
+        q::<i64>(&mut c, c!["XSET.HAS", "m", "a"]),
+        1,
+        "member as live as the key"
+    );
+    let ttl: i64 = q(&mut c, c!["XSET.PTTL", "m", "a"]);
+    let native: i64 = q(&mut c, c!["PTTL", "native"]);
+    assert!(
+        (ttl - native).abs() <= 20,
+        "member {ttl} ms vs native {native} ms"
+    );
+}
