@@ -20,6 +20,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 pub struct Commands;
 
 impl Dispatch for Commands {
+    const PANIC_REPLY: &'static str = errors::INTERNAL;
+
     /// Runs the command under the panic guard: a panic becomes an `ERR`
     /// reply and a log line, never a crash, and a set the command left
     /// empty is deleted (an empty set must not stay: the next RDB would not
@@ -30,8 +32,8 @@ impl Dispatch for Commands {
         };
         let clock = Clock::of(ctx);
         catch_unwind(AssertUnwindSafe(|| (spec.run)(ctx, args, clock))).unwrap_or_else(|_| {
-            let writes = spec.flags.split(' ').any(|f| f == "write");
-            let repaired = match (args.get(1), writes && spec.key_range().0 == 1) {
+            // Reads too: their lazy reclaim writes.
+            let repaired = match (args.get(1), spec.key_range().0 == 1) {
                 (Some(key), true) => catch_unwind(AssertUnwindSafe(|| {
                     keyspace::repair_after_panic(ctx, key, clock)
                 }))

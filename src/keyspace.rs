@@ -169,7 +169,9 @@ pub fn with_write(
         .get_value::<XSet>(&XSET_TYPE)
         .map_err(|_| RedisError::WrongType)?;
     let tracked = existing.as_ref().map(|s| s.next_deadline());
-    let mut fresh = XSet::with_limits(config::limits());
+    // A new set is made only for a missing key: not on the write path of
+    // an existing one.
+    let mut fresh: Option<XSet> = None;
     let set: &mut XSet = match existing {
         Some(set) => {
             if clock.primary {
@@ -178,7 +180,7 @@ pub fn with_write(
             }
             set
         }
-        None => &mut fresh,
+        None => fresh.insert(XSet::with_limits(config::limits())),
     };
     let reply = body(set);
     let empty = set.is_empty();
@@ -195,8 +197,10 @@ pub fn with_write(
         Some(before) => tracking::with(|t| t.relocate(db, key.as_slice(), before, next)),
         None if empty => {}
         None => {
-            handle.set_value(&XSET_TYPE, fresh)?;
-            tracking::with(|t| t.relocate(db, key.as_slice(), None, next));
+            if let Some(fresh) = fresh {
+                handle.set_value(&XSET_TYPE, fresh)?;
+                tracking::with(|t| t.relocate(db, key.as_slice(), None, next));
+            }
         }
     }
     if PROPAGATED.load(Ordering::Relaxed) != propagated_before {

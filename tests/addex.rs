@@ -109,6 +109,25 @@ fn cap_refuses_the_whole_add_and_changes_nothing() {
     ];
     assert_eq!(q::<Value>(&mut c, fresh), Value::Nil);
     assert_eq!(q::<i64>(&mut c, c!["EXISTS", "new"]), 0);
+    // A live member that a time in the past removes makes room.
+    q::<i64>(&mut c, c!["XSET.ADD", "two", "a", "100", "b", "100"]);
+    let swap = c![
+        "XSET.ADDEX",
+        "two",
+        "PXAT",
+        "CAP",
+        "2",
+        "MEMBERS",
+        "2",
+        "a",
+        "1",
+        "c",
+        "4102444800000"
+    ];
+    assert_eq!(q::<i64>(&mut c, swap), 1);
+    let mut left: Vec<String> = q(&mut c, c!["XSET.MEMBERS", "two"]);
+    left.sort();
+    assert_eq!(left, ["b", "c"]);
     // A member named twice counts once.
     let twice = c![
         "XSET.ADDEX",

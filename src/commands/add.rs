@@ -63,6 +63,7 @@ fn last_wins<'a>(
     mut pairs: Vec<(&'a RedisString, u64)>,
     origin: Option<&mut Vec<usize>>,
 ) -> Vec<(&'a RedisString, u64)> {
+    let want_origin = origin.is_some();
     let mut kept: Vec<usize> = Vec::new();
     if pairs.len() > 1 {
         let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(pairs.len());
@@ -73,16 +74,16 @@ fn last_wins<'a>(
             let mut i = 0;
             pairs.retain(|(m, _)| {
                 let keep = last.get(m.as_slice()) == Some(&i);
-                if keep {
+                if keep && want_origin {
                     kept.push(i);
                 }
                 i += 1;
                 keep
             });
-        } else {
+        } else if want_origin {
             kept.extend(0..pairs.len());
         }
-    } else {
+    } else if want_origin {
         kept.extend(0..pairs.len());
     }
     if let Some(origin) = origin {
@@ -143,6 +144,9 @@ fn parse_addex(
         } else if is("PXAT") {
             unit = set_unit(TimeUnit::UnixMillis)?;
         } else if is("MAXLEN") {
+            if max_len.is_some() {
+                return Err(err(errors::SYNTAX));
+            }
             let n = args.get(pos + 1).ok_or_else(|| err(errors::SYNTAX))?;
             let n = parse_i64(n.as_slice())?;
             if n <= 0 {
@@ -151,11 +155,11 @@ fn parse_addex(
             max_len = Some(usize::try_from(n).unwrap_or(usize::MAX));
             pos += 1;
         } else if is("CAP") {
-            let n = args.get(pos + 1).ok_or_else(|| err(errors::SYNTAX))?;
-            let n = parse_i64(n.as_slice())?;
             if cap.is_some() {
                 return Err(err(errors::SYNTAX));
             }
+            let n = args.get(pos + 1).ok_or_else(|| err(errors::SYNTAX))?;
+            let n = parse_i64(n.as_slice())?;
             if n <= 0 {
                 return Err(err(errors::CAP_POSITIVE));
             }
@@ -193,18 +197,21 @@ fn parse_addex(
     })
 }
 
+/// `NX`/`XX` given once: the same word twice is a syntax error, the other
+/// one Redis's own error for the pair.
 fn merge_presence(old: Presence, new: Presence) -> Result<Presence, RedisError> {
     match old {
         Presence::Any => Ok(new),
-        o if o == new => Ok(new),
+        o if o == new => Err(err(errors::SYNTAX)),
         _ => Err(err(errors::NX_AND_XX)),
     }
 }
 
+/// `GT`/`LT` given once, as [`merge_presence`].
 fn merge_compare(old: Compare, new: Compare) -> Result<Compare, RedisError> {
     match old {
         Compare::Any => Ok(new),
-        o if o == new => Ok(new),
+        o if o == new => Err(err(errors::SYNTAX)),
         _ => Err(err(errors::GT_LT_NX)),
     }
 }
@@ -237,65 +244,77 @@ pub fn xset_addex(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisRes
 
 fn run_add(ctx: &Context, key: &RedisString, clock: Clock, req: AddRequest) -> RedisResult {
     let now_ms = clock.write_ms();
+    let AddRequest {
+        presence,
+        compare,
+        max_len,
+        cap,
+        codes: want_codes,
+        given,
+        origin,
+        mut pairs,
+    } = req;
     with_write(ctx, key, clock, |set| {
-        if let Some(cap) = req.cap {
-            // Members this add would bring in: named, not live now, a time
-            // in the future, and no XX. A refresh counts once (it is live).
-            let incoming = req
-                .pairs
-                .iter()
-                .filter(|(m, d)| {
-                    *d > now_ms
-                        && req.presence != Presence::OnlyExisting
-                        && set.live_deadline_of(m.as_slice(), now_ms).is_none()
-                })
-                .count();
-            if set.live_len(now_ms) + incoming > cap {
+        if let Some(cap) = cap {
+            // Live members after the add: members brought in (named, not
+            // live now, a time in the future, no XX; a refresh is live
+            // already) minus live members a time not in the future removes
+            // (where the conditions let the command touch them).
+            let (mut incoming, mut outgoing) = (0usize, 0usize);
+            for (m, d) in &pairs {
+                match set.live_deadline_of(m.as_slice(), now_ms) {
+                    None if *d > now_ms && presence != Presence::OnlyExisting => incoming += 1,
+                    Some(current)
+                        if *d <= now_ms
+                            && presence != Presence::OnlyNew
+                            && compare.allows(current, *d) =>
+                    {
+                        outgoing += 1
+                    }
+                    _ => {}
+                }
+            }
+            if (set.live_len(now_ms) + incoming).saturating_sub(outgoing) > cap {
                 return Ok(RedisValue::Null);
             }
         }
         let mut added = 0;
         let mut removed: Vec<&[u8]> = Vec::new();
-        // The pairs that were written, in order: what gets propagated.
-        let mut written: Vec<(&RedisString, u64)> = Vec::with_capacity(req.pairs.len());
-        let mut codes = vec![CODE_UNTOUCHED; if req.codes { req.given } else { 0 }];
-        for (i, &(member, deadline_ms)) in req.pairs.iter().enumerate() {
-            let outcome = set.add(
-                member.as_slice(),
-                deadline_ms,
-                req.presence,
-                req.compare,
-                now_ms,
-            );
-            let code = match outcome {
+        let mut codes = vec![CODE_UNTOUCHED; if want_codes { given } else { 0 }];
+        let mut i = 0;
+        // `pairs` keeps just the pairs that were written, in order: they are
+        // what gets propagated, and no second vector is needed.
+        pairs.retain(|&(member, deadline_ms)| {
+            let outcome = set.add(member.as_slice(), deadline_ms, presence, compare, now_ms);
+            let (code, written) = match outcome {
                 AddOutcome::Added => {
                     added += 1;
                     if faults::hit(Fault::WriteMidway) {
                         panic!("fault injected in a write command");
                     }
-                    written.push((member, deadline_ms));
-                    CODE_ADDED
+                    (CODE_ADDED, true)
                 }
-                AddOutcome::Updated => {
-                    written.push((member, deadline_ms));
-                    CODE_CHANGED
-                }
+                AddOutcome::Updated => (CODE_CHANGED, true),
                 AddOutcome::Removed => {
                     removed.push(member.as_slice());
-                    CODE_REMOVED
+                    (CODE_REMOVED, false)
                 }
-                AddOutcome::Unchanged | AddOutcome::Skipped | AddOutcome::Ignored => CODE_UNTOUCHED,
+                AddOutcome::Unchanged | AddOutcome::Skipped | AddOutcome::Ignored => {
+                    (CODE_UNTOUCHED, false)
+                }
             };
-            if let Some(&at) = req.origin.get(i) {
+            if let Some(&at) = origin.get(i) {
                 codes[at] = code;
             }
-        }
-        let trimmed = match req.max_len {
+            i += 1;
+            written
+        });
+        let trimmed = match max_len {
             Some(max) if set.len() > max => set.pop_soonest(set.len() - max),
             _ => Vec::new(),
         };
-        keyspace::propagate_add(ctx, key, &written);
-        if !written.is_empty() {
+        keyspace::propagate_add(ctx, key, &pairs);
+        if !pairs.is_empty() {
             keyspace::notify(ctx, c"xset.add", key);
         }
         if !removed.is_empty() || !trimmed.is_empty() {
@@ -304,7 +323,7 @@ fn run_add(ctx: &Context, key: &RedisString, clock: Clock, req: AddRequest) -> R
             keyspace::propagate_rem(ctx, key, &gone);
             keyspace::notify(ctx, c"xset.rem", key);
         }
-        if req.codes {
+        if want_codes {
             Ok(RedisValue::Array(
                 codes.into_iter().map(RedisValue::Integer).collect(),
             ))

@@ -402,6 +402,8 @@ pub const TABLE: &[CommandSpec] = &[
     CommandSpec {
         name: "xset.persist",
         run: write::xset_persist,
+        // Moving a member to the end of the deadline index can split a leaf:
+        // it may grow memory, so it is refused under maxmemory like adds.
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -3,

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// command callback no data of its own, so each index gets a callback of
 /// its own ([`callback`]), which hands the index back here.
 pub trait Dispatch {
+    /// The error reply when a panic escapes [`Dispatch::run`].
+    const PANIC_REPLY: &'static str;
     /// Runs command `index` on its arguments (the name first).
     fn run(index: usize, ctx: &Context, args: &[RedisString]) -> RedisResult;
 }
@@ -47,9 +49,7 @@ extern "C" fn trampoline<D: Dispatch, const I: usize>(
     let reply = catch_unwind(AssertUnwindSafe(|| {
         with_borrowed_args(ctx, ptrs, |args| D::run(I, &context, args))
     }))
-    .unwrap_or(Err(redis_module::RedisError::Str(
-        "ERR internal error in xset (see the server log)",
-    )));
+    .unwrap_or(Err(redis_module::RedisError::Str(D::PANIC_REPLY)));
     context.reply(reply) as c_int
 }
 
