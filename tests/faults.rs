@@ -168,42 +168,9 @@ fn a_fault_in_an_aof_rewrite_fails_the_rewrite_not_the_server() {
     assert_eq!(snapshot(&mut c, "k"), want);
 }
 
-/// A primary (active expiry off) and a linked replica.
-fn pair() -> (Server, Server, Connection, Connection) {
-    let p = Server::start_with_module_args(
-        &[
-            "--repl-diskless-sync",
-            "no",
-            "--repl-diskless-sync-delay",
-            "0",
-        ],
-        &["active-expire", "no"],
-    );
-    let r = Server::start(&[]);
-    let mut pc = p.conn();
-    let mut rc = r.conn();
-    let port = p.port.to_string();
-    let _: String = q(&mut rc, c!["REPLICAOF", "127.0.0.1", port.as_str()]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let theirs: String = q(&mut rc, c!["INFO", "replication"]);
-        let ours: String = q(&mut pc, c!["INFO", "replication"]);
-        if theirs.contains("master_link_status:up") && ours.contains("state=online") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "replica never synced");
-        sleep(Duration::from_millis(20));
-    }
-    (p, r, pc, rc)
-}
-
-fn wait_replicated(pc: &mut Connection) {
-    assert_eq!(q::<i64>(pc, c!["WAIT", "1", "5000"]), 1);
-}
-
 #[test]
 fn a_fault_midway_through_a_write_resends_the_key_whole() {
-    let (p, _r, mut pc, mut rc) = pair();
+    let (p, _r, mut pc, mut rc) = primary_and_replica();
     q::<i64>(&mut pc, c!["XSET.ADD", "k", "a", "100", "b", "200"]);
     assert_eq!(
         q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "write-midway"]),
@@ -238,7 +205,7 @@ fn a_fault_midway_through_a_write_resends_the_key_whole() {
 
 #[test]
 fn a_write_that_leaves_a_broken_set_deletes_it_everywhere() {
-    let (p, _r, mut pc, mut rc) = pair();
+    let (p, _r, mut pc, mut rc) = primary_and_replica();
     q::<i64>(&mut pc, c!["XSET.ADD", "k", "a", "100"]);
     wait_replicated(&mut pc);
     assert_eq!(q::<i64>(&mut rc, c!["EXISTS", "k"]), 1);

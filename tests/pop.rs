@@ -11,10 +11,8 @@ mod common;
 use common::*;
 use redis::{Connection, FromRedisValue, Value};
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `n` members `m0`..: every fifth without a deadline, the others with
 /// deadlines 100 s, 101 s, ... away.
@@ -348,94 +346,6 @@ fn expired_members_beyond_the_reclaim_limit_are_never_returned() {
     }
 }
 
-/// A fake replica: performs a full sync, skips the RDB, then yields each
-/// propagated command (from `tests/replication.rs`).
-struct ReplStream {
-    r: BufReader<TcpStream>,
-}
-
-impl ReplStream {
-    fn connect(port: u16) -> ReplStream {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        let mut r = BufReader::new(s);
-        r.get_mut()
-            .write_all(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
-            .expect("psync");
-        let mut line = String::new();
-        loop {
-            line.clear();
-            r.read_line(&mut line).expect("reply");
-            if line.starts_with("+FULLRESYNC") {
-                break;
-            }
-        }
-        line.clear();
-        r.read_line(&mut line).expect("rdb length");
-        while line.trim().is_empty() {
-            line.clear();
-            r.read_line(&mut line).expect("rdb length");
-        }
-        let len: usize = line.trim()[1..]
-            .parse()
-            .expect("disk-based sync gives a length");
-        let mut rdb = vec![0; len];
-        r.read_exact(&mut rdb).expect("rdb");
-        ReplStream { r }
-    }
-
-    fn read_bulk(&mut self) -> Vec<u8> {
-        let mut line = String::new();
-        self.r.read_line(&mut line).expect("bulk header");
-        let len: usize = line.trim()[1..].parse().expect("bulk length");
-        let mut buf = vec![0; len + 2];
-        self.r.read_exact(&mut buf).expect("bulk");
-        buf.truncate(len);
-        buf
-    }
-
-    /// The next propagated command other than PING and SELECT, as words,
-    /// its name upper-cased.
-    fn next(&mut self) -> Vec<String> {
-        loop {
-            let mut line = String::new();
-            self.r.read_line(&mut line).expect("array header");
-            let n: usize = line.trim()[1..].parse().expect("array length");
-            let mut words: Vec<String> = (0..n)
-                .map(|_| String::from_utf8_lossy(&self.read_bulk()).into_owned())
-                .collect();
-            words[0] = words[0].to_ascii_uppercase();
-            if words[0] != "PING" && words[0] != "SELECT" {
-                return words;
-            }
-        }
-    }
-}
-
-/// Writes a marker and checks it is the next thing propagated: nothing
-/// else was.
-fn marker(c: &mut Connection, s: &mut ReplStream, n: u32) {
-    q::<String>(c, c!["SET", "marker", n.to_string()]);
-    assert_eq!(
-        s.next(),
-        vec!["SET".to_string(), "marker".into(), n.to_string()],
-        "nothing else propagated"
-    );
-}
-
-fn primary() -> Server {
-    Server::start_with_module_args(
-        &[
-            "--repl-diskless-sync",
-            "no",
-            "--repl-diskless-sync-delay",
-            "0",
-        ],
-        &["active-expire", "no"],
-    )
-}
-
 fn rem_of(key: &str, members: &[String]) -> Vec<String> {
     let mut want = vec!["XSET.REM".to_string(), key.to_string()];
     want.extend(members.iter().cloned());
@@ -444,7 +354,7 @@ fn rem_of(key: &str, members: &[String]) -> Vec<String> {
 
 #[test]
 fn pop_propagates_the_removal_of_exactly_the_members_it_returned() {
-    let s = primary();
+    let s = replication_primary();
     let mut c = s.conn();
     let mut r = ReplStream::connect(s.port);
     q::<i64>(
@@ -486,30 +396,9 @@ fn pop_propagates_the_removal_of_exactly_the_members_it_returned() {
     marker(&mut c, &mut r, 2);
 }
 
-/// A primary and a replica linked and in sync (as in `tests/faults.rs`).
-fn pair() -> (Server, Server, Connection, Connection) {
-    let p = primary();
-    let r = Server::start(&[]);
-    let mut pc = p.conn();
-    let mut rc = r.conn();
-    let port = p.port.to_string();
-    let _: String = q(&mut rc, c!["REPLICAOF", "127.0.0.1", port.as_str()]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let theirs: String = q(&mut rc, c!["INFO", "replication"]);
-        let ours: String = q(&mut pc, c!["INFO", "replication"]);
-        if theirs.contains("master_link_status:up") && ours.contains("state=online") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "replica never synced");
-        sleep(Duration::from_millis(20));
-    }
-    (p, r, pc, rc)
-}
-
 #[test]
 fn a_replica_converges_after_pops_and_never_shows_expired_members() {
-    let (_p, _r, mut pc, mut rc) = pair();
+    let (_p, _r, mut pc, mut rc) = primary_and_replica();
     fill(&mut pc, "small", 50);
     fill(&mut pc, "large", 400);
     fill(&mut pc, "gone", 5);

@@ -5,111 +5,12 @@
 mod common;
 
 use common::*;
-use redis::Connection;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::thread::sleep;
-use std::time::{Duration, Instant};
-
-/// A fake replica: performs a full sync, skips the RDB, then yields each
-/// propagated command.
-struct ReplStream {
-    r: BufReader<TcpStream>,
-}
-
-impl ReplStream {
-    fn connect(port: u16) -> ReplStream {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        let mut r = BufReader::new(s);
-        r.get_mut()
-            .write_all(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
-            .expect("psync");
-        let mut line = String::new();
-        loop {
-            line.clear();
-            r.read_line(&mut line).expect("reply");
-            if line.starts_with("+FULLRESYNC") {
-                break;
-            }
-        }
-        line.clear();
-        r.read_line(&mut line).expect("rdb length");
-        while line.trim().is_empty() {
-            line.clear();
-            r.read_line(&mut line).expect("rdb length");
-        }
-        let len: usize = line.trim()[1..]
-            .parse()
-            .expect("disk-based sync gives a length");
-        let mut rdb = vec![0; len];
-        r.read_exact(&mut rdb).expect("rdb");
-        ReplStream { r }
-    }
-
-    fn read_bulk(&mut self) -> Vec<u8> {
-        let mut line = String::new();
-        self.r.read_line(&mut line).expect("bulk header");
-        let len: usize = line.trim()[1..].parse().expect("bulk length");
-        let mut buf = vec![0; len + 2];
-        self.r.read_exact(&mut buf).expect("bulk");
-        buf.truncate(len);
-        buf
-    }
-
-    /// The next propagated command other than PING and SELECT, as words.
-    fn next(&mut self) -> Vec<String> {
-        loop {
-            let mut line = String::new();
-            self.r.read_line(&mut line).expect("array header");
-            let n: usize = line.trim()[1..].parse().expect("array length");
-            let words: Vec<String> = (0..n)
-                .map(|_| String::from_utf8_lossy(&self.read_bulk()).into_owned())
-                .collect();
-            let name = words[0].to_ascii_uppercase();
-            if name != "PING" && name != "SELECT" {
-                return words;
-            }
-        }
-    }
-
-    /// Asserts that the next commands are exactly `want` (after
-    /// upper-casing command names), then the marker SET.
-    fn expect(&mut self, want: &[&[&str]]) {
-        for w in want {
-            let mut got = self.next();
-            got[0] = got[0].to_ascii_uppercase();
-            assert_eq!(got, w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        }
-    }
-}
-
-fn marker(c: &mut Connection, s: &mut ReplStream, n: u32) {
-    q::<String>(c, c!["SET", "marker", n.to_string()]);
-    let got = s.next();
-    assert_eq!(
-        got,
-        vec!["SET".to_string(), "marker".into(), n.to_string()],
-        "nothing else propagated"
-    );
-}
-
-fn primary() -> Server {
-    Server::start_with_module_args(
-        &[
-            "--repl-diskless-sync",
-            "no",
-            "--repl-diskless-sync-delay",
-            "0",
-        ],
-        &["active-expire", "no"],
-    )
-}
+use std::time::Duration;
 
 #[test]
 fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
-    let s = primary();
+    let s = replication_primary();
     let mut c = s.conn();
     let mut r = ReplStream::connect(s.port);
     let before = server_ms(&mut c);
@@ -188,7 +89,7 @@ fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
 
 #[test]
 fn lazy_expiry_propagates_explicit_removals() {
-    let s = primary();
+    let s = replication_primary();
     let mut c = s.conn();
     let mut r = ReplStream::connect(s.port);
     q::<i64>(
@@ -246,7 +147,7 @@ fn lazy_expiry_propagates_explicit_removals() {
 
 #[test]
 fn active_expiry_propagates_removals() {
-    let s = primary();
+    let s = replication_primary();
     let mut c = s.conn();
     let mut r = ReplStream::connect(s.port);
     q::<i64>(
@@ -257,35 +158,6 @@ fn active_expiry_propagates_removals() {
     q::<String>(&mut c, c!["CONFIG", "SET", "xset.active-expire", "yes"]);
     r.expect(&[&["XSET.REM", "k", "a"]]);
     assert_eq!(q::<i64>(&mut c, c!["EXISTS", "k"]), 0);
-}
-
-/// Waits until the replica reports its link up and the primary counts it
-/// as `online` (`WAIT` counts only online replicas). How long a first sync
-/// takes depends on the server: Valkey 9.1 notices a finished RDB download
-/// on its next cron tick, up to a second later.
-fn wait_link_up(pc: &mut Connection, rc: &mut Connection) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let theirs: String = q(rc, c!["INFO", "replication"]);
-        let ours: String = q(pc, c!["INFO", "replication"]);
-        if theirs.contains("master_link_status:up") && ours.contains("state=online") {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "replica never synced:\n{theirs}\nprimary:\n{ours}"
-        );
-        sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits until the replica has applied every write made on `pc` so far.
-fn wait_replicated(pc: &mut Connection) {
-    assert_eq!(
-        q::<i64>(pc, c!["WAIT", "1", "5000"]),
-        1,
-        "the replica acknowledged every write"
-    );
 }
 
 #[test]

@@ -12,7 +12,8 @@
 #![allow(dead_code)]
 
 use redis::{Connection, FromRedisValue, RedisResult, Value};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -283,4 +284,146 @@ pub fn info_i64(c: &mut Connection, section: &str, field: &str) -> i64 {
         .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("INFO {section} has no integer {field}"))
+}
+
+/// A fake replica: performs a full sync, skips the RDB, then yields each
+/// propagated command.
+pub struct ReplStream {
+    r: BufReader<TcpStream>,
+}
+
+impl ReplStream {
+    pub fn connect(port: u16) -> ReplStream {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut r = BufReader::new(s);
+        r.get_mut()
+            .write_all(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+            .expect("psync");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            r.read_line(&mut line).expect("reply");
+            if line.starts_with("+FULLRESYNC") {
+                break;
+            }
+        }
+        line.clear();
+        r.read_line(&mut line).expect("rdb length");
+        while line.trim().is_empty() {
+            line.clear();
+            r.read_line(&mut line).expect("rdb length");
+        }
+        let len: usize = line.trim()[1..]
+            .parse()
+            .expect("disk-based sync gives a length");
+        let mut rdb = vec![0; len];
+        r.read_exact(&mut rdb).expect("rdb");
+        ReplStream { r }
+    }
+
+    fn read_bulk(&mut self) -> Vec<u8> {
+        let mut line = String::new();
+        self.r.read_line(&mut line).expect("bulk header");
+        let len: usize = line.trim()[1..].parse().expect("bulk length");
+        let mut buf = vec![0; len + 2];
+        self.r.read_exact(&mut buf).expect("bulk");
+        buf.truncate(len);
+        buf
+    }
+
+    /// The next propagated command other than PING and SELECT, as words,
+    /// its name upper-cased.
+    pub fn next(&mut self) -> Vec<String> {
+        loop {
+            let mut line = String::new();
+            self.r.read_line(&mut line).expect("array header");
+            let n: usize = line.trim()[1..].parse().expect("array length");
+            let mut words: Vec<String> = (0..n)
+                .map(|_| String::from_utf8_lossy(&self.read_bulk()).into_owned())
+                .collect();
+            words[0] = words[0].to_ascii_uppercase();
+            if words[0] != "PING" && words[0] != "SELECT" {
+                return words;
+            }
+        }
+    }
+
+    /// Asserts that the next commands are exactly `want` (after
+    /// upper-casing command names), then the marker SET.
+    pub fn expect(&mut self, want: &[&[&str]]) {
+        for w in want {
+            let mut got = self.next();
+            got[0] = got[0].to_ascii_uppercase();
+            assert_eq!(got, w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        }
+    }
+}
+
+/// Writes a marker and checks it is the next thing propagated: nothing
+/// else was.
+pub fn marker(c: &mut Connection, s: &mut ReplStream, n: u32) {
+    q::<String>(c, c!["SET", "marker", n.to_string()]);
+    assert_eq!(
+        s.next(),
+        vec!["SET".to_string(), "marker".into(), n.to_string()],
+        "nothing else propagated"
+    );
+}
+
+/// Starts a primary for replication tests: disk-based full syncs without
+/// delay (a raw [`ReplStream`] reads its RDB), active expiry off.
+pub fn replication_primary() -> Server {
+    Server::start_with_module_args(
+        &[
+            "--repl-diskless-sync",
+            "no",
+            "--repl-diskless-sync-delay",
+            "0",
+        ],
+        &["active-expire", "no"],
+    )
+}
+
+/// Waits until the replica reports its link up and the primary counts it
+/// as `online` (`WAIT` counts only online replicas). How long a first sync
+/// takes depends on the server: Valkey 9.1 notices a finished RDB download
+/// on its next cron tick, up to a second later.
+pub fn wait_link_up(pc: &mut Connection, rc: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let theirs: String = q(rc, c!["INFO", "replication"]);
+        let ours: String = q(pc, c!["INFO", "replication"]);
+        if theirs.contains("master_link_status:up") && ours.contains("state=online") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "replica never synced:\n{theirs}\nprimary:\n{ours}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A [`replication_primary`] and a replica linked to it and in sync, with a
+/// connection to each.
+pub fn primary_and_replica() -> (Server, Server, Connection, Connection) {
+    let p = replication_primary();
+    let r = Server::start(&[]);
+    let mut pc = p.conn();
+    let mut rc = r.conn();
+    let port = p.port.to_string();
+    let _: String = q(&mut rc, c!["REPLICAOF", "127.0.0.1", port.as_str()]);
+    wait_link_up(&mut pc, &mut rc);
+    (p, r, pc, rc)
+}
+
+/// Waits until the one replica has applied every write made on `pc` so far.
+pub fn wait_replicated(pc: &mut Connection) {
+    assert_eq!(
+        q::<i64>(pc, c!["WAIT", "1", "5000"]),
+        1,
+        "the replica acknowledged every write"
+    );
 }
