@@ -20,6 +20,10 @@ pub const MIN_MAX_NOT_INTEGER: &str = "ERR min or max is not an integer or out o
 pub const OUT_OF_RANGE_POSITIVE: &str = "ERR value is out of range, must be positive";
 /// `SRANDMEMBER`'s wording for a count out of its range.
 pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+/// `SINTERCARD`'s wordings for its `numkeys` and `LIMIT`.
+pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
 pub const INTERNAL: &str = "ERR internal error in xset (the command changed nothing it could \
                             undo; see the server log)";
 

@@ -7,7 +7,7 @@ use crate::clock::{self, Clock};
 use crate::commands;
 use crate::errors;
 use crate::expiry;
-use crate::ffi::command::Dispatch;
+use crate::ffi::command::{Dispatch, KeySpec};
 use crate::ffi::server::{self, ServerHooks};
 use crate::keyspace;
 use crate::stats;
@@ -33,12 +33,12 @@ impl Dispatch for Commands {
         let clock = Clock::of(ctx);
         catch_unwind(AssertUnwindSafe(|| (spec.run)(ctx, args, clock))).unwrap_or_else(|_| {
             // Reads too: their lazy reclaim writes.
-            let repaired = match (args.get(1), spec.key_range().0 == 1) {
-                (Some(key), true) => catch_unwind(AssertUnwindSafe(|| {
+            let repaired = match spec.repairable_key().and_then(|pos| args.get(pos)) {
+                Some(key) => catch_unwind(AssertUnwindSafe(|| {
                     keyspace::repair_after_panic(ctx, key, clock)
                 }))
                 .ok(),
-                _ => Some(keyspace::Repair::Nothing),
+                None => Some(keyspace::Repair::Nothing),
             };
             let outcome = match repaired {
                 Some(keyspace::Repair::Nothing) => "",
@@ -54,6 +54,10 @@ impl Dispatch for Commands {
             ));
             Err(RedisError::Str(errors::INTERNAL))
         })
+    }
+
+    fn key_specs(index: usize) -> &'static [KeySpec] {
+        commands::by_index(index).map_or(&[], |spec| spec.keys)
     }
 }
 

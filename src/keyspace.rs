@@ -19,9 +19,12 @@ use crate::ffi::command as ffi_command;
 use crate::ffi::server;
 use crate::stats;
 use crate::tracking;
+use crate::xset::algebra::{Input, PlainSet};
 use crate::xset::{Member, XSet};
-use redis_module::key::KeyFlags;
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::key::{KeyFlags, RedisKey};
+use redis_module::{
+    Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, ScanKeyCursor,
+};
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -344,4 +347,96 @@ pub fn expire_due(
         tracking::with(|t| t.relocate(db, key, None, set.next_deadline()));
     }
     expired
+}
+
+/// Runs `body` on the operands of an algebra command, one per key in
+/// order: an xset, a plain Redis set (its members copied out, without
+/// deadlines), or a missing key. Any other type is `WRONGTYPE`, checked for
+/// every key before `body` runs. Read-only: due members are hidden by the
+/// core's `now_ms` filters, not reclaimed.
+pub fn with_operands<R>(
+    ctx: &Context,
+    keys: &[RedisString],
+    body: impl FnOnce(&[Input<'_>]) -> R,
+) -> Result<R, RedisError> {
+    enum Opened {
+        Xset(RedisKey),
+        Plain(PlainSet),
+        Missing,
+    }
+    let mut opened = Vec::with_capacity(keys.len());
+    for key in keys {
+        let handle = ctx.open_key(key);
+        opened.push(match handle.key_type() {
+            KeyType::Empty => Opened::Missing,
+            KeyType::Set => {
+                let mut members = PlainSet::new();
+                ScanKeyCursor::new(handle).for_each(|_, member, _| {
+                    members.insert(member.as_slice().to_vec());
+                });
+                Opened::Plain(members)
+            }
+            KeyType::Module if matches!(handle.get_value::<XSet>(&XSET_TYPE), Ok(Some(_))) => {
+                Opened::Xset(handle)
+            }
+            _ => return Err(RedisError::WrongType),
+        });
+    }
+    let mut inputs = Vec::with_capacity(opened.len());
+    for o in &opened {
+        inputs.push(match o {
+            Opened::Xset(handle) => match handle.get_value::<XSet>(&XSET_TYPE) {
+                Ok(Some(set)) => Input::Xset(set),
+                _ => return Err(RedisError::WrongType),
+            },
+            Opened::Plain(members) => Input::Plain(members),
+            Opened::Missing => Input::Missing,
+        });
+    }
+    Ok(body(&inputs))
+}
+
+/// Makes `set` the value of `dest`, whatever `dest` held before (any type,
+/// and its key TTL, are gone, as after `SINTERSTORE`); an empty `set`
+/// deletes `dest` instead. Propagates the result, never the recipe: `DEL`
+/// if `dest` existed, then the commands that rebuild `set` with its
+/// absolute deadlines, so replicas and the AOF hold exactly this set
+/// whatever their clocks say. Emits `event` (or `del` when an existing
+/// `dest` was deleted) and tracks `dest` anew. Returns the members stored.
+pub fn replace_with(
+    ctx: &Context,
+    dest: &RedisString,
+    set: XSet,
+    event: &CStr,
+) -> RedisResult<usize> {
+    let handle = ctx.open_key_writable(dest);
+    let db = server::selected_db(ctx);
+    if let Ok(Some(old)) = handle.get_value::<XSet>(&XSET_TYPE) {
+        let before = old.next_deadline();
+        tracking::with(|t| t.relocate(db, dest.as_slice(), before, None));
+    }
+    let existed = !handle.is_empty();
+    if existed {
+        handle.delete()?;
+        propagate(ctx, "DEL", dest, &[]);
+    }
+    let stored = set.len();
+    if set.is_empty() {
+        if existed {
+            notify_del(ctx, dest);
+            server::signal_modified(ctx, dest);
+        }
+        return Ok(0);
+    }
+    let next = set.next_deadline();
+    handle.set_value(&XSET_TYPE, set)?;
+    if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) {
+        rebuild_commands(set, |cmd, args| {
+            propagate(ctx, &cmd.to_string_lossy(), dest, args);
+        });
+    }
+    tracking::with(|t| t.relocate(db, dest.as_slice(), None, next));
+    notify(ctx, event, dest);
+    server::signal_modified(ctx, dest);
+    Ok(stored)
 }

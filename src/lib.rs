@@ -55,7 +55,13 @@ fn register_commands(ctx: &Context) -> Result<(), String> {
     for (index, spec) in commands::all().enumerate() {
         let callback = c::callback::<hooks::Commands>(index)
             .ok_or_else(|| format!("too many commands: {} has no callback", spec.name))?;
-        c::create_command(ctx, spec.name, spec.flags, spec.key_range(), callback)?;
+        // Counted keys reach cluster routing only through the callback.
+        let flags = if c::has_counted_keys(spec.keys) {
+            format!("{} getkeys-api", spec.flags)
+        } else {
+            spec.flags.to_string()
+        };
+        c::create_command(ctx, spec.name, &flags, spec.key_range(), callback)?;
         c::set_command_info(ctx, &spec.info())?;
         if has_acl_categories() {
             let categories = if own_category {

@@ -627,6 +627,40 @@ fn reshard_and_failover_lose_nothing() {
         0,
         "the transaction changed nothing"
     );
+    // Set algebra is routed by all its keys: CROSSSLOT across two slots
+    // (inputs, or destination and inputs), MOVED to the owner, and it runs
+    // within one hash tag.
+    q::<i64>(&mut c, c!["XSET.ADD", ka, "m", "1000", "n", "1000"]);
+    q::<i64>(&mut c, c!["XSET.ADD", kb, "m", "1000"]);
+    for args in [
+        c!["XSET.INTER", "2", ka, kb],
+        c!["XSET.INTERCARD", "2", ka, kb],
+        c!["XSET.UNIONSTORE", "{a}dest", "2", ka, kb],
+        c!["XSET.DIFFSTORE", kb, "1", ka],
+    ] {
+        let e = err(&mut c, args);
+        assert!(e.starts_with("CROSSSLOT"), "{args:?}: {e}");
+    }
+    let ka2 = "{a}z";
+    q::<i64>(&mut c, c!["XSET.ADD", ka2, "m", "1000"]);
+    assert_eq!(
+        q::<i64>(&mut c, c!["XSET.DIFFSTORE", "{a}dest", "2", ka, ka2]),
+        1
+    );
+    assert_eq!(
+        q::<Vec<String>>(&mut c, c!["XSET.MEMBERS", "{a}dest"]),
+        ["n"]
+    );
+    let away = primaries
+        .iter()
+        .copied()
+        .find(|&p| p != home)
+        .expect("another primary");
+    let e = err(&mut conn_to(away), c!["XSET.UNION", "2", ka, ka2]);
+    assert!(e.starts_with("MOVED"), "{e}");
+    for k in [ka, kb, ka2, "{a}dest"] {
+        q::<i64>(&mut c, c!["DEL", k]);
+    }
 
     // Reshard 1000 slots from one primary to another with MIGRATE while a
     // writer adds members to keys over exactly those slots: they are the

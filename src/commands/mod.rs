@@ -13,6 +13,7 @@
 //!   member, and a misspelt option is an error, never data.
 
 pub mod add;
+pub mod algebra;
 pub mod parse;
 pub mod random;
 pub mod read;
@@ -72,6 +73,16 @@ impl CommandSpec {
             [KeySpec::At { pos, .. }] => (*pos, *pos, 1),
             _ => (0, 0, 0),
         }
+    }
+
+    /// The argument holding the key a panic may have left half-changed
+    /// (its first single key: the one key, or a `*STORE` destination),
+    /// which the panic guard repairs; `None` for commands without one.
+    pub fn repairable_key(&self) -> Option<usize> {
+        self.keys.iter().find_map(|k| match *k {
+            KeySpec::At { pos, .. } => usize::try_from(pos).ok(),
+            KeySpec::Counted { .. } => None,
+        })
     }
 }
 
@@ -197,12 +208,49 @@ const RANDOM_COMPLEXITY: &str = "O(1) without count, O(count) with one; O(n) in 
 const POP_COMPLEXITY: &str = "O(log n) for each member popped; at random, O(n) for a count over \
                               n/3 or a set mostly expired";
 
+/// Algebra operands: `numkeys key [key ...]`, read.
+const OPERANDS_READ: &[KeySpec] = &[KeySpec::Counted {
+    pos: 1,
+    access: KeyAccess::Read,
+}];
+/// `destination numkeys key [key ...]`: the destination overwritten, the
+/// operands read.
+const STORE_KEYS: &[KeySpec] = &[
+    KeySpec::At {
+        pos: 1,
+        access: KeyAccess::Overwrite,
+    },
+    KeySpec::Counted {
+        pos: 2,
+        access: KeyAccess::Read,
+    },
+];
+const NUMKEYS: Arg = Arg::integer("numkeys");
+const ALGEBRA_ARGS: &[Arg] = &[NUMKEYS, Arg::key("key", 0).multiple(), WITHTTL];
+const STORE_ARGS: &[Arg] = &[
+    Arg::key("destination", 0),
+    NUMKEYS,
+    Arg::key("key", 1).multiple(),
+];
+const INTERCARD_ARGS: &[Arg] = &[
+    NUMKEYS,
+    Arg::key("key", 0).multiple(),
+    Arg::integer("limit").token("LIMIT").optional(),
+];
+/// Plain-set operands are copied out of the server's set: O(size) each,
+/// on top of the operation's own cost.
+const INTER_COMPLEXITY: &str = "O(N * K + m log m) for N members in the smallest key, K keys and m results, plus the size of each plain set";
+const UNION_COMPLEXITY: &str = "O(N + m log m) for N members over all keys and m results";
+const DIFF_COMPLEXITY: &str = "O(N * K + m log m) for N members in the first key, K keys and m results, plus the size of each plain set";
+const INTERCARD_COMPLEXITY: &str =
+    "O(N * K) for N members in the smallest key and K keys, plus the size of each plain set";
+
 /// What every command of the first release declares as `since`.
 const FIRST: &str = "0.1.0";
 /// The release that split `XSET.ADD`'s two forms, added the single-member
 /// forms of the `EXPIRE` family and `PERSIST`, deadline windows
-/// (`XSET.COUNT`, `XSET.MEMBERS ... BYDEADLINE`), `XSET.RANDMEMBER` and
-/// `XSET.POP`.
+/// (`XSET.COUNT`, `XSET.MEMBERS ... BYDEADLINE`), `XSET.RANDMEMBER`,
+/// `XSET.POP` and the set algebra.
 const SECOND: &str = "0.2.0";
 
 /// Every command xset offers, in the order of the README's reference.
@@ -448,6 +496,90 @@ pub const TABLE: &[CommandSpec] = &[
         complexity: POP_COMPLEXITY,
         since: SECOND,
         args: POP_ARGS,
+    },
+    CommandSpec {
+        name: "xset.inter",
+        run: algebra::xset_inter,
+        flags: "readonly",
+        acl: "read slow",
+        arity: -3,
+        keys: OPERANDS_READ,
+        summary: "Intersects sets; each member lives until its earliest deadline",
+        complexity: INTER_COMPLEXITY,
+        since: SECOND,
+        args: ALGEBRA_ARGS,
+    },
+    CommandSpec {
+        name: "xset.interstore",
+        run: algebra::xset_interstore,
+        flags: "write deny-oom",
+        acl: "write slow",
+        arity: -4,
+        keys: STORE_KEYS,
+        summary: "Stores an intersection with its deadlines",
+        complexity: INTER_COMPLEXITY,
+        since: SECOND,
+        args: STORE_ARGS,
+    },
+    CommandSpec {
+        name: "xset.intercard",
+        run: algebra::xset_intercard,
+        flags: "readonly",
+        acl: "read slow",
+        arity: -3,
+        keys: OPERANDS_READ,
+        summary: "Counts the members of an intersection",
+        complexity: INTERCARD_COMPLEXITY,
+        since: SECOND,
+        args: INTERCARD_ARGS,
+    },
+    CommandSpec {
+        name: "xset.union",
+        run: algebra::xset_union,
+        flags: "readonly",
+        acl: "read slow",
+        arity: -3,
+        keys: OPERANDS_READ,
+        summary: "Unites sets; each member lives until its latest deadline",
+        complexity: UNION_COMPLEXITY,
+        since: SECOND,
+        args: ALGEBRA_ARGS,
+    },
+    CommandSpec {
+        name: "xset.unionstore",
+        run: algebra::xset_unionstore,
+        flags: "write deny-oom",
+        acl: "write slow",
+        arity: -4,
+        keys: STORE_KEYS,
+        summary: "Stores a union with its deadlines",
+        complexity: UNION_COMPLEXITY,
+        since: SECOND,
+        args: STORE_ARGS,
+    },
+    CommandSpec {
+        name: "xset.diff",
+        run: algebra::xset_diff,
+        flags: "readonly",
+        acl: "read slow",
+        arity: -3,
+        keys: OPERANDS_READ,
+        summary: "Subtracts sets from the first; members keep the first key's deadlines",
+        complexity: DIFF_COMPLEXITY,
+        since: SECOND,
+        args: ALGEBRA_ARGS,
+    },
+    CommandSpec {
+        name: "xset.diffstore",
+        run: algebra::xset_diffstore,
+        flags: "write deny-oom",
+        acl: "write slow",
+        arity: -4,
+        keys: STORE_KEYS,
+        summary: "Stores a difference with its deadlines",
+        complexity: DIFF_COMPLEXITY,
+        since: SECOND,
+        args: STORE_ARGS,
     },
 ];
 

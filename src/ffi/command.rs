@@ -21,6 +21,10 @@ pub trait Dispatch {
     const PANIC_REPLY: &'static str;
     /// Runs command `index` on its arguments (the name first).
     fn run(index: usize, ctx: &Context, args: &[RedisString]) -> RedisResult;
+    /// Where command `index`'s keys are. Commands whose keys are counted
+    /// (`numkeys key [key ...]`) are asked for their key positions through
+    /// the callback as well (see [`report_key_positions`]).
+    fn key_specs(index: usize) -> &'static [KeySpec];
 }
 
 type CommandFn =
@@ -46,6 +50,11 @@ extern "C" fn trampoline<D: Dispatch, const I: usize>(
         Ok(n) if n > 0 && !argv.is_null() => unsafe { std::slice::from_raw_parts(argv, n) },
         _ => &[],
     };
+    let specs = D::key_specs(I);
+    if has_counted_keys(specs) && is_keys_position_request(ctx) {
+        report_key_positions(ctx, specs, ptrs);
+        return raw::Status::Ok as c_int;
+    }
     let reply = catch_unwind(AssertUnwindSafe(|| {
         with_borrowed_args(ctx, ptrs, |args| D::run(I, &context, args))
     }))
@@ -103,6 +112,9 @@ pub enum KeyAccess {
     /// Reads and changes the value, may create or delete it (`RW UPDATE`,
     /// what `ZADD` declares).
     Update,
+    /// Replaces the value without reading it (`OW UPDATE`, what
+    /// `ZUNIONSTORE` declares for its destination).
+    Overwrite,
 }
 
 impl KeyAccess {
@@ -110,6 +122,7 @@ impl KeyAccess {
         match self {
             KeyAccess::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
             KeyAccess::Update => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+            KeyAccess::Overwrite => raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE,
         }
     }
 }
@@ -119,6 +132,84 @@ impl KeyAccess {
 pub enum KeySpec {
     /// The one key at argument `pos` (the command name is argument 0).
     At { pos: i32, access: KeyAccess },
+    /// `numkeys key [key ...]`: the count at argument `pos`, the keys right
+    /// after it (`ZUNION`'s shape).
+    Counted { pos: i32, access: KeyAccess },
+}
+
+/// Whether any of `specs` counts its keys: such commands register with
+/// `getkeys-api` and answer key-position requests, because Redis's cluster
+/// routing reads module commands' keys from the legacy `(first, last,
+/// step)` range or that callback, never from a counted key spec.
+pub fn has_counted_keys(specs: &[KeySpec]) -> bool {
+    specs.iter().any(|s| matches!(s, KeySpec::Counted { .. }))
+}
+
+/// The positions of the keys `specs` describe in a command of `argc`
+/// arguments, with their access; `count_at(pos)` reads the integer at
+/// argument `pos`. A count that is not a positive integer or runs past the
+/// arguments gives no keys for that spec (the command itself then replies
+/// an error).
+pub fn key_positions(
+    specs: &[KeySpec],
+    argc: usize,
+    count_at: impl Fn(usize) -> Option<i64>,
+) -> Vec<(usize, KeyAccess)> {
+    let mut out = Vec::new();
+    for spec in specs {
+        match *spec {
+            KeySpec::At { pos, access } => {
+                if let Ok(pos) = usize::try_from(pos)
+                    && pos < argc
+                {
+                    out.push((pos, access));
+                }
+            }
+            KeySpec::Counted { pos, access } => {
+                let Ok(pos) = usize::try_from(pos) else {
+                    continue;
+                };
+                let n = count_at(pos).and_then(|n| usize::try_from(n).ok());
+                if let Some(n) = n.filter(|&n| n > 0 && pos + n < argc) {
+                    out.extend((pos + 1..=pos + n).map(|p| (p, access)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether the server called the command only to learn its keys.
+fn is_keys_position_request(ctx: *mut raw::RedisModuleCtx) -> bool {
+    // SAFETY: `ctx` is the live context of the current call.
+    api!(RedisModule_IsKeysPositionRequest).is_some_and(|f| unsafe { f(ctx) } != 0)
+}
+
+/// Answers a key-position request from `specs` and the arguments.
+fn report_key_positions(
+    ctx: *mut raw::RedisModuleCtx,
+    specs: &[KeySpec],
+    argv: &[*mut raw::RedisModuleString],
+) {
+    let (Some(key_at), Some(to_ll)) = (
+        api!(RedisModule_KeyAtPosWithFlags),
+        api!(RedisModule_StringToLongLong),
+    ) else {
+        return;
+    };
+    let count_at = |pos: usize| {
+        let mut n: std::ffi::c_longlong = 0;
+        let arg = *argv.get(pos)?;
+        // SAFETY: `arg` is one of the server's live argument strings.
+        (unsafe { to_ll(arg, &mut n) } == raw::Status::Ok as c_int).then_some(n)
+    };
+    for (pos, access) in key_positions(specs, argv.len(), count_at) {
+        let Ok(pos) = c_int::try_from(pos) else {
+            continue;
+        };
+        // SAFETY: `ctx` is the live context of a key-position request.
+        unsafe { key_at(ctx, pos, access.flags() as c_int) };
+    }
 }
 
 /// The kind of one argument in `COMMAND DOCS`.
@@ -387,7 +478,32 @@ impl ArgArrays {
 }
 
 fn raw_key_spec(spec: &KeySpec) -> raw::RedisModuleCommandKeySpec {
-    let KeySpec::At { pos, access } = *spec;
+    let (pos, access, find_keys_type, fk) = match *spec {
+        KeySpec::At { pos, access } => (
+            pos,
+            access,
+            raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
+            raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+                range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
+                    lastkey: 0,
+                    keystep: 1,
+                    limit: 0,
+                },
+            },
+        ),
+        KeySpec::Counted { pos, access } => (
+            pos,
+            access,
+            raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM,
+            raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
+                keynum: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_2 {
+                    keynumidx: 0,
+                    firstkey: 1,
+                    keystep: 1,
+                },
+            },
+        ),
+    };
     raw::RedisModuleCommandKeySpec {
         notes: std::ptr::null(),
         flags: u64::from(access.flags()),
@@ -395,14 +511,8 @@ fn raw_key_spec(spec: &KeySpec) -> raw::RedisModuleCommandKeySpec {
         bs: raw::RedisModuleCommandKeySpec__bindgen_ty_1 {
             index: raw::RedisModuleCommandKeySpec__bindgen_ty_1__bindgen_ty_1 { pos },
         },
-        find_keys_type: raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE,
-        fk: raw::RedisModuleCommandKeySpec__bindgen_ty_2 {
-            range: raw::RedisModuleCommandKeySpec__bindgen_ty_2__bindgen_ty_1 {
-                lastkey: 0,
-                keystep: 1,
-                limit: 0,
-            },
-        },
+        find_keys_type,
+        fk,
     }
 }
 
@@ -547,4 +657,37 @@ pub fn replicate_one_member_add(
         )
     };
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_positions_follow_single_and_counted_specs() {
+        let store = [
+            KeySpec::At {
+                pos: 1,
+                access: KeyAccess::Overwrite,
+            },
+            KeySpec::Counted {
+                pos: 2,
+                access: KeyAccess::Read,
+            },
+        ];
+        // XSET.INTERSTORE dest 2 a b
+        let count = |n: i64| move |pos: usize| (pos == 2).then_some(n);
+        let got: Vec<usize> = key_positions(&store, 5, count(2))
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(got, [1, 3, 4]);
+        // A count past the arguments, zero or negative: only the
+        // destination.
+        for n in [3, 0, -1] {
+            assert_eq!(key_positions(&store, 5, count(n)).len(), 1, "{n}");
+        }
+        assert!(has_counted_keys(&store));
+        assert!(!has_counted_keys(&store[..1]));
+    }
 }

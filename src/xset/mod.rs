@@ -18,6 +18,7 @@
 //! `now_ms`. A member is *live* at `now_ms` when its deadline is strictly
 //! greater than `now_ms`; [`NO_DEADLINE`] means it never expires.
 
+pub mod algebra;
 mod deadline;
 pub mod encoding;
 mod entry;

@@ -1,0 +1,161 @@
+//! Set algebra: `XSET.INTER`, `XSET.UNION`, `XSET.DIFF` (with their
+//! `*STORE` forms) and `XSET.INTERCARD`, over xsets, plain Redis sets and
+//! missing keys. Each result member carries the deadline the core
+//! aggregates ([`crate::xset::algebra`]): the earliest of its deadlines in
+//! an intersection, the latest in a union, the first key's in a
+//! difference.
+//!
+//! Replies list members soonest deadline first (members without a deadline
+//! last, equal deadlines by their bytes), as `XSET.MEMBERS` does, so a
+//! reply is the same on every server and every call. A `*STORE` writes the
+//! result with its absolute deadlines and propagates that, never the
+//! recipe.
+
+use super::parse::{is, parse_i64};
+use super::reply::{WithTtl, bulk, int, pttl};
+use crate::clock::Clock;
+use crate::config;
+use crate::errors::{self, err};
+use crate::keyspace::{replace_with, with_operands};
+use crate::xset::algebra::{self, Input};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use std::ffi::CStr;
+
+/// Which operation a command runs.
+#[derive(Clone, Copy)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+impl Op {
+    fn run<'a>(self, inputs: &[Input<'a>], now_ms: u64) -> Vec<(&'a [u8], u64)> {
+        match self {
+            Op::Inter => algebra::inter(inputs, now_ms, usize::MAX),
+            Op::Union => algebra::union(inputs, now_ms),
+            Op::Diff => algebra::diff(inputs, now_ms),
+        }
+    }
+
+    /// The keyspace event a `*STORE` emits on its destination.
+    fn store_event(self) -> &'static CStr {
+        match self {
+            Op::Inter => c"xset.interstore",
+            Op::Union => c"xset.unionstore",
+            Op::Diff => c"xset.diffstore",
+        }
+    }
+}
+
+/// Splits `args[at..]` into the `numkeys` keys counted at `args[at]` and
+/// what follows them, with `SINTERCARD`'s errors.
+fn counted_keys(
+    args: &[RedisString],
+    at: usize,
+) -> Result<(&[RedisString], &[RedisString]), RedisError> {
+    let Some(count) = args.get(at) else {
+        return Err(err(errors::SYNTAX));
+    };
+    let n = parse_i64(count.as_slice())
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| err(errors::NUMKEYS_POSITIVE))?;
+    let rest = &args[at + 1..];
+    if n > rest.len() {
+        return Err(err(errors::NUMKEYS_TOO_MANY));
+    }
+    Ok(rest.split_at(n))
+}
+
+/// `XSET.INTER|UNION|DIFF numkeys key [key ...] [WITHTTL]`.
+fn read(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResult {
+    let (keys, options) = counted_keys(args, 1)?;
+    let with_ttl = match options {
+        [] => false,
+        [word] if is(word, "WITHTTL") => true,
+        _ => return Err(err(errors::SYNTAX)),
+    };
+    let shape = WithTtl::for_client(ctx);
+    with_operands(ctx, keys, |inputs| {
+        let mut members = op.run(inputs, clock.now_ms);
+        algebra::sort_by_deadline(&mut members);
+        let mut out = Vec::with_capacity(members.len() * if with_ttl { 2 } else { 1 });
+        for (member, deadline_ms) in members {
+            if with_ttl {
+                shape.push(&mut out, member, pttl(deadline_ms, clock.now_ms));
+            } else {
+                out.push(bulk(member));
+            }
+        }
+        RedisValue::Array(out)
+    })
+}
+
+/// `XSET.INTERSTORE|UNIONSTORE|DIFFSTORE destination numkeys key [key
+/// ...]`: the stored cardinality.
+fn store(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResult {
+    let (keys, options) = counted_keys(args, 2)?;
+    if !options.is_empty() {
+        return Err(err(errors::SYNTAX));
+    }
+    let limits = config::limits();
+    // The result is copied out before the destination is opened: it may be
+    // one of the inputs.
+    let result = with_operands(ctx, keys, |inputs| {
+        algebra::collect(limits, op.run(inputs, clock.now_ms))
+    })?;
+    Ok(int(replace_with(ctx, &args[1], result, op.store_event())?))
+}
+
+/// `XSET.INTER numkeys key [key ...] [WITHTTL]`: members live in every
+/// key, each until the earliest of its deadlines.
+pub fn xset_inter(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    read(ctx, args, clock, Op::Inter)
+}
+
+/// `XSET.UNION numkeys key [key ...] [WITHTTL]`: members live in any key,
+/// each until the latest of its deadlines.
+pub fn xset_union(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    read(ctx, args, clock, Op::Union)
+}
+
+/// `XSET.DIFF numkeys key [key ...] [WITHTTL]`: members of the first key in
+/// no other, with their deadlines in the first.
+pub fn xset_diff(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    read(ctx, args, clock, Op::Diff)
+}
+
+/// `XSET.INTERSTORE destination numkeys key [key ...]`.
+pub fn xset_interstore(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    store(ctx, args, clock, Op::Inter)
+}
+
+/// `XSET.UNIONSTORE destination numkeys key [key ...]`.
+pub fn xset_unionstore(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    store(ctx, args, clock, Op::Union)
+}
+
+/// `XSET.DIFFSTORE destination numkeys key [key ...]`.
+pub fn xset_diffstore(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    store(ctx, args, clock, Op::Diff)
+}
+
+/// `XSET.INTERCARD numkeys key [key ...] [LIMIT limit]`: how many members
+/// are live in every key, counting up to `limit` (0: no limit).
+pub fn xset_intercard(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+    let (keys, options) = counted_keys(args, 1)?;
+    let limit = match options {
+        [] => usize::MAX,
+        [word, n] if is(word, "LIMIT") => parse_i64(n.as_slice())
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| err(errors::LIMIT_NEGATIVE))
+            .map(|n| if n == 0 { usize::MAX } else { n })?,
+        _ => return Err(err(errors::SYNTAX)),
+    };
+    with_operands(ctx, keys, |inputs| {
+        int(algebra::inter(inputs, clock.now_ms, limit).len())
+    })
+}
