@@ -489,8 +489,9 @@ fn store_propagates_the_result_with_absolute_deadlines() {
 fn a_replica_holds_what_the_primary_stores() {
     let (_p, _r, mut pc, mut rc) = primary_and_replica();
     let base = server_ms(&mut pc) + 1_000_000;
-    // A fixed pseudo-random mix: adds, removals, persists, stores into
-    // keys that are also inputs, in both encodings.
+    // A fixed pseudo-random mix of every write: adds (with CAP, CODES,
+    // MAXLEN), removals, persists, random and soonest pops, stores into keys
+    // that are also inputs, in both encodings.
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move |n: u64| {
         seed ^= seed << 13;
@@ -502,16 +503,56 @@ fn a_replica_holds_what_the_primary_stores() {
     for _ in 0..400 {
         let k = keys[next(4) as usize];
         let m = format!("m{}", next(200));
-        match next(10) {
-            0..=4 => add_at(&mut pc, k, &m, base + next(50) * 1000),
-            5 => {
+        match next(13) {
+            0..=3 => add_at(&mut pc, k, &m, base + next(50) * 1000),
+            4 => {
                 q::<i64>(&mut pc, c!["XSET.PERSIST", k, m.as_str()]);
             }
-            6 => {
+            5 => {
                 q::<i64>(&mut pc, c!["XSET.REM", k, m.as_str()]);
             }
+            6 => {
+                let _: Value = q(&mut pc, c!["XSET.POP", k, "2"]);
+            }
+            7 => {
+                let _: Value = q(&mut pc, c!["XSET.POP", k, "1", "SOONEST"]);
+            }
+            8 => {
+                let at = (base + next(50) * 1000).to_string();
+                let _: Value = q(
+                    &mut pc,
+                    c![
+                        "XSET.ADDEX",
+                        k,
+                        "CAP",
+                        "30",
+                        "CODES",
+                        "PXAT",
+                        "MEMBERS",
+                        "1",
+                        m.as_str(),
+                        at.as_str()
+                    ],
+                );
+            }
+            9 => {
+                let _: Value = q(
+                    &mut pc,
+                    c![
+                        "XSET.ADDEX",
+                        k,
+                        "MAXLEN",
+                        "20",
+                        "MEMBERS",
+                        "1",
+                        m.as_str(),
+                        "100"
+                    ],
+                );
+            }
             op => {
-                let cmd = ["XSET.INTERSTORE", "XSET.UNIONSTORE", "XSET.DIFFSTORE"][op as usize - 7];
+                let cmd =
+                    ["XSET.INTERSTORE", "XSET.UNIONSTORE", "XSET.DIFFSTORE"][op as usize - 10];
                 let (a, b) = (keys[next(4) as usize], keys[next(4) as usize]);
                 let _: i64 = q(&mut pc, c![cmd, k, "2", a, b]);
             }
