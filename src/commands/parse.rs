@@ -9,21 +9,30 @@ use crate::xset::{Bound, BoundValue, MAX_DEADLINE_MS, Window};
 use redis_module::{RedisError, RedisString, RedisValue};
 
 /// Parses a signed 64-bit integer exactly as Redis does: optional `-`, no
-/// `+`, no spaces, no leading zeros.
+/// `+`, no spaces, no leading zeros. Digits are accumulated directly (no
+/// UTF-8 check or `str::parse`): every add parses a time.
 pub fn parse_i64(bytes: &[u8]) -> Result<i64, RedisError> {
-    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
-    let well_formed = match digits {
-        [] => false,
-        [b'0'] => bytes.len() == 1,
-        [first, rest @ ..] => (b'1'..=b'9').contains(first) && rest.iter().all(u8::is_ascii_digit),
+    let (negative, digits) = match bytes {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, bytes),
     };
-    if !well_formed {
-        return Err(err(errors::NOT_INTEGER));
-    }
-    std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(|| err(errors::NOT_INTEGER))
+    let value = match digits {
+        [b'0'] if !negative => Some(0),
+        [b'1'..=b'9', ..] => digits.iter().try_fold(0u64, |acc, &d| {
+            let digit = d.checked_sub(b'0').filter(|&d| d <= 9)?;
+            acc.checked_mul(10)?.checked_add(u64::from(digit))
+        }),
+        _ => None,
+    };
+    let value = value.and_then(|v| {
+        if negative {
+            // i64::MIN's magnitude is one more than i64::MAX.
+            (v <= i64::MAX as u64 + 1).then(|| (v as i64).wrapping_neg())
+        } else {
+            i64::try_from(v).ok()
+        }
+    });
+    value.ok_or_else(|| err(errors::NOT_INTEGER))
 }
 
 /// Parses an unsigned 64-bit integer: digits only, no leading zeros.
@@ -190,6 +199,9 @@ mod tests {
         assert_eq!(parse_i64(b"0").ok(), Some(0));
         assert_eq!(parse_i64(b"-12").ok(), Some(-12));
         assert_eq!(parse_i64(b"9223372036854775807").ok(), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808").ok(), Some(i64::MIN));
+        assert_eq!(parse_i64(b"-1").ok(), Some(-1));
+        assert_eq!(parse_i64(b"1234567890").ok(), Some(1_234_567_890));
         for bad in [
             &b""[..],
             b"-",
@@ -200,6 +212,12 @@ mod tests {
             b"1 ",
             b"1.5",
             b"9223372036854775808",
+            b"-9223372036854775809",
+            b"18446744073709551616",
+            b"1a",
+            b"--1",
+            b"-01",
+            b"1\xff",
         ] {
             assert!(
                 parse_i64(bad).is_err(),
