@@ -3,18 +3,19 @@
 
 Run through scripts/bench (which builds target/release/libxset.so first).
 Starts its own redis-server processes on free 127.0.0.1 ports and kills them
-at the end. Three sections, each interleaving the compared structures inside
+at the end. Each section interleaves the compared structures inside
 every run so that drift on a shared machine hits all of them alike; tables
 show medians over runs and ratios to the native baseline of the same run:
 
   throughput  redis-benchmark ops/s: add and membership, 3 scenarios, -P 16/1
+  big         adds at 10M members against 1M (random TTLs), same run
   memory      bytes per 16-byte member: SET, ZSET, xset, key per member
   expiry      1M members due at once: time to reclaim, PING latency meanwhile
   verbs       one call of each set verb (algebra, windows, pop) on 1k and 1M
 
 Python 3.11 standard library only.
 """
-import argparse, array, csv, gc, io, json, os, platform, re, shutil, signal, socket, statistics
+import argparse, array, csv, gc, io, json, os, platform, random, re, shutil, signal, socket, statistics
 import subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -408,7 +409,7 @@ def load_memory(srv, struct, size, nkeys):
             elif struct == "ZSET":
                 cmds.append(enc_zip(["ZADD", f"k{k}"], dl, ms))
             elif struct == "xset":
-                cmds.append(enc_zip(["XSET.ADD", f"k{k}", "PXAT", "MEMBERS", len(ms)], ms, dl))
+                cmds.append(enc_zip(["XSET.ADDEX", f"k{k}", "PXAT", "MEMBERS", len(ms)], ms, dl))
             else:
                 cmds += enc_each("SET", [f"k{k}:{m}" for m in ms], 1, "PXAT", last=dl)
     c = Conn(srv.port)                  # a fresh client: its buffers go with it
@@ -479,7 +480,7 @@ def expiry_payload(kind, n):
         for k in range(n // per_key):
             for lo in range(0, per_key, 1000):
                 ms = [f"member:{i:09d}" for i in range(lo, min(per_key, lo + 1000))]
-                cmds.append(enc_pairs(["XSET.ADD", f"x{k}", "PXAT", "MEMBERS", len(ms)],
+                cmds.append(enc_pairs(["XSET.ADDEX", f"x{k}", "PXAT", "MEMBERS", len(ms)],
                                       ms, PLACEHOLDER))
         return batched(cmds, 20)
     if kind == "keys":
@@ -621,7 +622,7 @@ def bench_rdb(args):
     n = 200_000 if args.quick else 1_000_000
     out, rows = {}, []
     for struct, card in (("xset", "XSET.CARD"), ("ZSET", "ZCARD")):
-        sizes, saves, loads = [], [], []
+        sizes, saves, loads, cpus = [], [], [], []
         for run in range(args.runs):
             srv = Server()
             load_memory(srv, struct, n, 1)
@@ -634,24 +635,31 @@ def bench_rdb(args):
             srv.stop()
             again = Server(data_dir=keep)
             loads.append(again.rdb_load_seconds())
+            cpus.append(server_cpu_seconds(again))
             got = again.ctl.call(card, "k0")
             again.stop()
             if got != n:
                 raise RuntimeError(f"{struct}: {got} members after the reload, {n} expected")
             log(f"   run {run + 1}/{args.runs}: {struct} rdb {sizes[-1] / 1e6:.1f} MB, "
-                f"SAVE {saves[-1]:.2f} s, load {loads[-1]:.2f} s")
-        out[struct] = dict(bytes=median(sizes), save_s=median(saves), load_s=median(loads))
+                f"SAVE {saves[-1]:.2f} s, load {loads[-1]:.2f} s, CPU {cpus[-1]:.2f} s")
+        out[struct] = dict(bytes=median(sizes), save_s=median(saves), load_s=median(loads),
+                           load_cpu_s=median(cpus))
     x, z = out["xset"], out["ZSET"]
     for struct in ("xset", "ZSET"):
         r = out[struct]
-        rows.append([struct, f"{r['bytes'] / 1e6:.1f}", f"{r['bytes'] / n:.1f}",
-                     f"{r['save_s']:.2f}", f"{r['load_s']:.2f}"])
-    rows.append(["xset/ZSET", f"{x['bytes'] / z['bytes']:.2f}", "",
-                 f"{x['save_s'] / z['save_s']:.2f}", f"{x['load_s'] / z['load_s']:.2f}"])
+        rows.append([struct, f"{r['bytes'] / 1e6:.1f}", f"{r['bytes'] / 2**20:.1f}",
+                     f"{r['bytes'] / n:.1f}", f"{r['save_s']:.2f}", f"{r['load_s']:.3f}",
+                     f"{r['load_cpu_s']:.3f}"])
+    rows.append(["xset/ZSET", f"{x['bytes'] / z['bytes']:.2f}", "", "",
+                 f"{x['save_s'] / z['save_s']:.2f}", f"{x['load_s'] / z['load_s']:.2f}",
+                 f"{x['load_cpu_s'] / z['load_cpu_s']:.2f}"])
     table(f"RDB: one key of {n:,} 16-byte members, SAVE then a restart that loads it",
-          ["structure", "MB", "B/member", "SAVE s", "load s"], rows,
+          ["structure", "MB", "MiB", "B/member", "SAVE s", "load s", "start CPU s"], rows,
           notes=[f"Medians of {args.runs} run(s); load time as the server logs it "
-                 "(DB loaded from disk)."])
+                 "(DB loaded from disk); start CPU = the server's user + system CPU from its",
+                 "start to its first PONG (the load, plus a few ms of start-up): steadier "
+                 "than the logged wall time on a shared machine. Default rdbcompression yes.",
+                 "Issue targets for xset at 1M: <= 16 MiB, load <= 350 ms."])
     return out
 
 
@@ -775,13 +783,97 @@ def bench_verbs(args):
     return out
 
 
+# ---------------------------------------------------------------- big
+
+def fill_random_ttls(srv, key, n, seed):
+    """Members M(0)..M(n-1) (as redis-benchmark spells __rand_int__), each
+    with a TTL of 10^12 + a random 0..n-1 milliseconds (what bench_big's
+    adds draw), 1000 a command, streamed: one batch of commands in flight
+    while the next is encoded."""
+    rng, c, per, inflight = random.Random(seed), Conn(srv.port), 1000, None
+    for lo in range(0, n, per * 50):
+        cmds = []
+        for b in range(lo, min(n, lo + per * 50), per):
+            m = min(per, n - b)
+            body = b"".join(b"$12\r\n%012d\r\n" % i + bulk(10**12 + rng.randrange(n))
+                            for i in range(b, b + m))
+            cmds.append(b"*%d\r\n" % (5 + 2 * m) + b"".join(
+                map(bulk, ["XSET.ADDEX", key, "PX", "MEMBERS", m])) + body)
+        c.sock.sendall(b"".join(cmds))
+        if inflight:
+            c.lines(inflight)
+        inflight = len(cmds)
+    if inflight:
+        c.lines(inflight)
+    c.close()
+
+
+def bench_big(args):
+    """Adds on one key of 10M members against one of 1M, in one server and
+    one run: what an add costs as the set grows (random TTLs, so every
+    refresh leaves a random place of the deadline index for another).
+    XSET.ADDEX PX, because XSET.ADD's TTL in seconds cannot be drawn by
+    redis-benchmark without leading zeros or an absurd TTL; both run the
+    same add."""
+    small, large = (100_000, 1_000_000) if args.quick else (1_000_000, 10_000_000)
+    ops = 100_000 if args.quick else 1_000_000
+    sizes = [(small, "big:small"), (large, "big:large")]
+    srv, res = Server(floor=False), {n: [] for n, _ in sizes}
+    try:
+        for n, key in sizes:
+            t0 = time.time()
+            fill_random_ttls(srv, key, n, seed=n)
+            got = srv.ctl.call("XSET.CARD", key)
+            if got != n:
+                raise RuntimeError(f"{key}: {got} members after the fill, {n} expected")
+            log(f"{key}: {human(n)} members filled in {time.time() - t0:.1f} s")
+        mem = int(info(srv.ctl, "memory")["used_memory"])
+        for run in range(args.runs):
+            order = sizes if run % 2 == 0 else sizes[::-1]
+            for n, key in order:
+                # A random member (present: a refresh) to a random deadline
+                # among the others: it leaves a random place of the deadline
+                # index for another. (__rand_int__ is 12 digits with leading
+                # zeros, which no integer argument accepts: hence the "1".)
+                rps, cpu = redis_benchmark(
+                    srv, f"XSET.ADDEX {key} PX MEMBERS 1 __rand_int__ 1__rand_int__", n, ops, 16)
+                res[n].append((rps, cpu))
+                log(f"run {run + 1}/{args.runs}: {human(n)}: {rps / 1000:,.0f} kops/s, "
+                    f"{cpu:.2f} us/op server CPU")
+    finally:
+        srv.stop()
+    ops_ratio = median([a[0] / b[0] for a, b in zip(res[small], res[large])])
+    cpu_ratio = median([b[1] / a[1] for a, b in zip(res[small], res[large])])
+    rows = []
+    for n, _ in sizes:
+        rows.append([human(n), f"{median([r[0] for r in res[n]]) / 1000:,.0f}",
+                     f"{median([r[1] for r in res[n]]):.2f}",
+                     "1.00" if n == small else f"{ops_ratio:.2f}",
+                     "1.00x" if n == small else f"{cpu_ratio:.2f}x"])
+    target = "MET" if max(ops_ratio, cpu_ratio) <= 1.3 else "MISSED"
+    table(f"Big set: adds (XSET.ADDEX PX) with random TTLs on one key of {human(large)} members against "
+          f"{human(small)}, same server and run",
+          ["members", "kops/s", "server CPU us/op", f"cost vs {human(small)} (ops)",
+           f"cost vs {human(small)} (CPU)"], rows,
+          notes=[f"redis-benchmark -c 50 -P 16 -n {ops:,} -r <members> XSET.ADDEX key PX MEMBERS 1 "
+                 "__rand_int__ 1__rand_int__ (a present member, TTL 10^12 ms + 0..n-1 ms);",
+                 f"keys filled with members 0..n-1, TTLs drawn the same way; medians of "
+                 f"{args.runs} run(s), sizes alternated; cost = {human(small)}'s ops/s over "
+                 "this size's, and CPU per op over CPU per op.",
+                 f"used_memory with both keys: {mem / 2**20:,.0f} MiB. Issue target: cost at "
+                 f"{human(large)} <= 1.3x the cost at {human(small)}: {target}."])
+    return dict(small=small, large=large, ops=ops, runs={human(n): res[n] for n in res},
+                ops_ratio=ops_ratio, cpu_ratio=cpu_ratio, used_memory=mem)
+
+
 # ---------------------------------------------------------------- main
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="smaller sizes, 1 run (smoke test)")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--only", choices=["throughput", "memory", "expiry", "rdb", "load", "verbs"])
+    p.add_argument("--only", choices=["throughput", "big", "memory", "expiry", "rdb", "load",
+                                      "verbs"])
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--expiry-lead", type=float, default=3.0,
                    help="seconds from the start of loading to the deadline (default 3)")
@@ -801,8 +893,9 @@ def main():
           f"runs={args.runs}{' (quick)' if args.quick else ''}", flush=True)
     report = dict(redis=version, xset_commit=commit, cpus=os.cpu_count(), runs=args.runs,
                   quick=args.quick, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    sections = {"throughput": bench_throughput, "memory": bench_memory, "expiry": bench_expiry,
-                "rdb": bench_rdb, "load": bench_load, "verbs": bench_verbs}
+    sections = {"throughput": bench_throughput, "big": bench_big, "memory": bench_memory,
+                "expiry": bench_expiry, "rdb": bench_rdb, "load": bench_load,
+                "verbs": bench_verbs}
     try:
         for name, fn in sections.items():
             if args.only in (None, name):

@@ -242,16 +242,23 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
     let n = dump.len() - 8;
     assert_eq!(resign(dump.clone()), dump, "our CRC matches Redis's");
     // Layout: type 7 (module, opcodes), 0x81 + 8-byte module id, then the
-    // value as opcodes: 2 = unsigned, 5 = string.
+    // value as opcodes: 2 = unsigned (the count), 5 = string (one chunk of
+    // encoding version 2: k, width + 1, deadline deltas, the members).
     assert_eq!(
-        (dump[0], dump[1], dump[10], dump[11]),
-        (7, 0x81, 2, 2),
+        (dump[0], dump[1], dump[10], dump[11], dump[12]),
+        (7, 0x81, 2, 2, 5),
         "{dump:?}"
     );
+    let chunk_len = usize::from(dump[13]);
+    assert_eq!(&dump[14..16], &[2, 3], "two members of two bytes");
+    assert_eq!(&dump[14 + chunk_len - 4..14 + chunk_len], b"aabb");
     let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
     let mut lie_more = dump.clone();
     lie_more[11] = 3;
     cases.push(("count larger than the members", lie_more));
+    let mut lie_less = dump.clone();
+    lie_less[11] = 1;
+    cases.push(("count smaller than the chunk", lie_less));
     let mut lie_zero = dump.clone();
     lie_zero[11] = 0;
     cases.push(("count of zero", lie_zero));
@@ -261,6 +268,12 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
         [0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
     );
     cases.push(("count of 2^64-1", huge));
+    let mut width = dump.clone();
+    width[15] = 2;
+    cases.push(("member width that disagrees with the chunk", width));
+    let mut k_zero = dump.clone();
+    k_zero[14] = 0;
+    cases.push(("chunk of zero members", k_zero));
     let bb = dump
         .windows(2)
         .position(|w| w == b"bb")
@@ -268,6 +281,11 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
     let mut dup = dump.clone();
     dup[bb..bb + 2].copy_from_slice(b"aa");
     cases.push(("duplicate member", dup));
+    let mut varint = dump.clone();
+    for b in &mut varint[16..bb - 2] {
+        *b = 0xff;
+    }
+    cases.push(("deadline bytes overwritten", varint));
     let mut truncated = dump[..n - 2 - 6].to_vec();
     truncated.extend_from_slice(&dump[n - 2..]);
     cases.push(("truncated body", truncated));
@@ -277,8 +295,7 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
     }
     cases.push(("garbage body", garbage));
     let mut long_string = dump.clone();
-    let len_at = bb - 1;
-    long_string.splice(len_at..len_at + 1, [0x80, 0x7f, 0xff, 0xff, 0xff]);
+    long_string.splice(13..14, [0x80, 0x7f, 0xff, 0xff, 0xff]);
     cases.push(("string length of 2 GiB", long_string));
     for (what, payload) in cases {
         let payload = resign(payload);

@@ -133,3 +133,54 @@ fn opt_in_channel_names_each_expired_member() {
     );
     assert!(drain(&mut ps).is_empty());
 }
+
+/// Events follow `notify-keyspace-events` as it changes at run time: none
+/// while it is empty, the module's from the first write after `CONFIG SET`
+/// adds `d` (on the keyspace and keyevent channels it names), `del` with
+/// `g` alone, and none again once it is emptied.
+#[test]
+fn events_follow_config_set_at_run_time() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let mut sub = s.conn();
+    let mut ps = sub.as_pubsub();
+    ps.psubscribe("__key*@0__:*").expect("psubscribe");
+    ps.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let set = |c: &mut redis::Connection, flags: &str| {
+        let ok: String = q(c, c!["CONFIG", "SET", "notify-keyspace-events", flags]);
+        assert_eq!(ok, "OK");
+    };
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
+    q::<i64>(&mut c, c!["XSET.REM", "k", "a"]);
+    assert_eq!(drain(&mut ps), [], "nothing while the config is empty");
+
+    set(&mut c, "Kd");
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
+    assert_eq!(
+        drain(&mut ps),
+        [("__keyspace@0__:k".to_string(), b"xset.add".to_vec())],
+        "the first write after CONFIG SET"
+    );
+
+    set(&mut c, "Ed");
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]);
+    assert_eq!(
+        drain(&mut ps),
+        [("__keyevent@0__:xset.add".to_string(), b"k".to_vec())]
+    );
+
+    set(&mut c, "Kg");
+    q::<i64>(&mut c, c!["XSET.REM", "k", "a"]);
+    q::<i64>(&mut c, c!["XSET.REM", "k", "b"]);
+    assert_eq!(
+        drain(&mut ps),
+        [("__keyspace@0__:k".to_string(), b"del".to_vec())],
+        "generic events without the module class"
+    );
+
+    set(&mut c, "");
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
+    q::<i64>(&mut c, c!["DEL", "k"]);
+    assert_eq!(drain(&mut ps), [], "nothing once emptied again");
+}

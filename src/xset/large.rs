@@ -168,6 +168,32 @@ impl Large {
         (entry.into_member(), deadline_ms)
     }
 
+    /// Adds `member` unless it is stored (then false, nothing changed),
+    /// hashing it once: what a loader calls. Members fed in deadline order
+    /// into a fresh set take fresh slots in increasing order, so each pair
+    /// lands at the end of the deadline index without a search.
+    pub fn insert_absent(&mut self, member: &[u8], deadline_ms: u64) -> bool {
+        let hash = self.hasher.hash_one(member);
+        let slots = &self.slots;
+        let present = self.table.find(hash, |s| {
+            slots[s as usize]
+                .as_ref()
+                .is_some_and(|e| e.member() == member)
+        });
+        if present.is_some() {
+            return false;
+        }
+        let slot = self.take_vacant_slot();
+        let entry = Entry::new(member, self.code_for(slot, deadline_ms));
+        self.member_heap_bytes += entry.heap_bytes();
+        self.slots[slot as usize] = Some(entry);
+        let hashes = Large::slot_hashes(&self.slots, &self.hasher);
+        self.table.insert(hash, slot, hashes);
+        self.by_deadline.push_last((deadline_ms, slot));
+        self.len += 1;
+        true
+    }
+
     fn take_vacant_slot(&mut self) -> u32 {
         while let Some(slot) = self.free.pop() {
             if self.slots.get(slot as usize).is_some_and(Option::is_none) {

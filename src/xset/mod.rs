@@ -386,6 +386,21 @@ impl XSet {
         }
     }
 
+    /// Adds `member` with `deadline_ms` unless it is stored, in which case
+    /// it returns false and changes nothing. For loaders: members fed in
+    /// deadline order into a set made large by [`XSet::reserve`] cost one
+    /// hash and no index search each; any order stays correct.
+    pub fn insert_absent(&mut self, member: &[u8], deadline_ms: u64) -> bool {
+        if let Repr::Large(l) = &mut self.repr {
+            return l.insert_absent(member, deadline_ms);
+        }
+        if self.deadline_of(member).is_some() {
+            return false;
+        }
+        self.insert_new(member, deadline_ms);
+        true
+    }
+
     /// Adds `member` with `deadline_ms` under the given conditions, treating
     /// a member whose deadline is not after `now_ms` as absent. A deadline
     /// that is not after `now_ms` removes the member instead (if the

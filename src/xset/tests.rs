@@ -926,3 +926,40 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `insert_absent`, what loaders call, agrees with a map whatever the
+    /// order of the deadlines (in order it appends to the deadline index;
+    /// out of order it must fall back to a search), refuses present
+    /// members without changing them, and keeps every invariant.
+    #[test]
+    fn insert_absent_matches_a_map_in_any_order(
+        entries in prop::collection::vec(
+            (0u16..400, prop_oneof![1u64..1000, Just(NO_DEADLINE), Just(u64::MAX / 4)]),
+            1..600,
+        ),
+        sort in any::<bool>(),
+        reserve in any::<bool>(),
+    ) {
+        let mut entries = entries;
+        if sort {
+            entries.sort_by_key(|&(_, d)| d);
+        }
+        let mut s = XSet::new();
+        if reserve {
+            s.reserve(entries.len());
+        }
+        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        for (m, d) in entries {
+            let member = m.to_be_bytes().to_vec();
+            let absent = !model.contains_key(&member);
+            prop_assert_eq!(s.insert_absent(&member, d), absent);
+            model.entry(member).or_insert(d);
+        }
+        s.check_invariants();
+        prop_assert_eq!(s.len(), model.len());
+        for (m, d) in &model {
+            prop_assert_eq!(s.deadline_of(m), Some(*d));
+        }
+    }
+}
