@@ -5,8 +5,9 @@
 //!
 //! Rules every path keeps:
 //! - on a primary, touching a key first reclaims its due members and
-//!   propagates that as `XSET.REM`; replicas and loaders never delete on
-//!   their own clock and hide expired members on reads;
+//!   propagates that as `XSET.REM` (the set algebra's operands excepted:
+//!   [`with_operands`] only hides them); replicas and loaders never delete
+//!   on their own clock and hide expired members on reads;
 //! - writes are propagated in absolute form (`PXAT`), never as typed;
 //! - a set that becomes empty is deleted, with a `del` event;
 //! - the tracking index follows every change of a set's earliest deadline.
@@ -21,9 +22,9 @@ use crate::stats;
 use crate::tracking;
 use crate::xset::algebra::{Input, PlainSet};
 use crate::xset::{Member, XSet};
-use redis_module::key::{KeyFlags, RedisKey};
+use redis_module::key::KeyFlags;
 use redis_module::{
-    Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, ScanKeyCursor,
+    Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
 };
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -357,48 +358,81 @@ pub fn expire_due(
     expired
 }
 
+/// What one algebra key holds, as [`with_operands`] finds it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Xset,
+    Plain,
+    Missing,
+}
+
 /// Runs `body` on the operands of an algebra command, one per key in
 /// order: an xset, a plain Redis set (its members copied out, without
-/// deadlines), or a missing key. Any other type is `WRONGTYPE`, checked for
-/// every key before `body` runs. Read-only: due members are hidden by the
-/// core's `now_ms` filters, not reclaimed.
+/// deadlines), or a missing key. Every key is type-checked first: any
+/// other type is `WRONGTYPE` before anything is copied. `copy` says which
+/// plain sets to copy (given the kinds of all keys): one the operation can
+/// answer without, such as any key of an intersection that has a missing
+/// key, stays an empty operand; a key named twice is copied once.
+/// Read-only: due members are hidden by the core's `now_ms` filters, not
+/// reclaimed (an exception to this file's rule for single-key commands).
 pub fn with_operands<R>(
     ctx: &Context,
     keys: &[RedisString],
+    copy: impl Fn(&[Kind], usize) -> bool,
     body: impl FnOnce(&[Input<'_>]) -> R,
 ) -> Result<R, RedisError> {
-    enum Opened {
-        Xset(RedisKey),
-        Plain(PlainSet),
-        Missing,
-    }
-    let mut opened = Vec::with_capacity(keys.len());
+    let mut handles = Vec::with_capacity(keys.len());
+    let mut kinds = Vec::with_capacity(keys.len());
     for key in keys {
         let handle = ctx.open_key(key);
-        opened.push(match handle.key_type() {
-            KeyType::Empty => Opened::Missing,
-            KeyType::Set => {
-                let mut members = PlainSet::new();
-                ScanKeyCursor::new(handle).for_each(|_, member, _| {
-                    members.insert(member.as_slice().to_vec());
-                });
-                Opened::Plain(members)
-            }
+        kinds.push(match handle.key_type() {
+            KeyType::Empty => Kind::Missing,
+            KeyType::Set => Kind::Plain,
             KeyType::Module if matches!(handle.get_value::<XSet>(&XSET_TYPE), Ok(Some(_))) => {
-                Opened::Xset(handle)
+                Kind::Xset
             }
             _ => return Err(RedisError::WrongType),
         });
+        handles.push(handle);
     }
-    let mut inputs = Vec::with_capacity(opened.len());
-    for o in &opened {
-        inputs.push(match o {
-            Opened::Xset(handle) => match handle.get_value::<XSet>(&XSET_TYPE) {
+    // Plain sets copied, each distinct key once: index of the first key of
+    // that name -> its members.
+    let mut copies: Vec<(usize, PlainSet)> = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        if kinds[i] != Kind::Plain || !copy(&kinds, i) {
+            continue;
+        }
+        let first = keys[..i]
+            .iter()
+            .position(|k| k.as_slice() == key.as_slice())
+            .unwrap_or(i);
+        if first == i {
+            let mut members = PlainSet::new();
+            server::for_each_set_member(ctx, key, |m| {
+                members.insert(m.to_vec());
+            });
+            copies.push((i, members));
+        }
+    }
+    let empty = PlainSet::new();
+    let mut inputs = Vec::with_capacity(keys.len());
+    for (i, handle) in handles.iter().enumerate() {
+        inputs.push(match kinds[i] {
+            Kind::Xset => match handle.get_value::<XSet>(&XSET_TYPE) {
                 Ok(Some(set)) => Input::Xset(set),
                 _ => return Err(RedisError::WrongType),
             },
-            Opened::Plain(members) => Input::Plain(members),
-            Opened::Missing => Input::Missing,
+            Kind::Plain => {
+                let first = keys[..=i]
+                    .iter()
+                    .position(|k| k.as_slice() == keys[i].as_slice())
+                    .unwrap_or(i);
+                copies
+                    .iter()
+                    .find(|(at, _)| *at == first)
+                    .map_or(Input::Plain(&empty), |(_, m)| Input::Plain(m))
+            }
+            Kind::Missing => Input::Missing,
         });
     }
     Ok(body(&inputs))
@@ -437,7 +471,15 @@ pub fn replace_with(
         return Ok(0);
     }
     let next = set.next_deadline();
-    handle.set_value(&XSET_TYPE, set)?;
+    if let Err(e) = handle.set_value(&XSET_TYPE, set) {
+        // Cannot happen on a key just opened for writing; if it did, the
+        // deletion above stands and is announced.
+        if existed {
+            notify_del(ctx, dest);
+            server::signal_modified(ctx, dest);
+        }
+        return Err(e);
+    }
     if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) {
         rebuild_commands(set, |cmd, args| {
             propagate(ctx, &cmd.to_string_lossy(), dest, args);

@@ -650,4 +650,23 @@ fn keys_are_declared_for_routing_and_acls() {
     assert_eq!(q::<Vec<String>>(&mut c, c!["XSET.INTER", "1", "a1"]), ["x"]);
     assert!(err(&mut c, c!["XSET.INTER", "2", "a1", "b"]).starts_with("NOPERM"));
     assert!(err(&mut c, c!["XSET.INTERSTORE", "b", "1", "a1"]).starts_with("NOPERM"));
+    // The destination is written, not read: a user who may only read `a*`
+    // and only write `d*` can store into `d*` and nowhere else; its key
+    // spec says `OW` (overwrite), as `SINTERSTORE`'s does.
+    let _: String = q(&mut c, c!["AUTH", "default", "x"]);
+    let info = format!(
+        "{:?}",
+        q::<Value>(&mut c, c!["COMMAND", "INFO", "XSET.INTERSTORE"])
+    );
+    assert!(info.contains("\"OW\""), "{info}");
+    let _: String = q(
+        &mut c,
+        c![
+            "ACL", "SETUSER", "storer", "on", "nopass", "%R~a*", "%W~d*", "+@all"
+        ],
+    );
+    let _: String = q(&mut c, c!["AUTH", "storer", "x"]);
+    assert_eq!(q::<i64>(&mut c, c!["XSET.INTERSTORE", "d1", "1", "a1"]), 1);
+    assert!(err(&mut c, c!["XSET.INTERSTORE", "d2", "1", "d1"]).starts_with("NOPERM"));
+    assert!(err(&mut c, c!["XSET.UNIONSTORE", "a2", "1", "a1"]).starts_with("NOPERM"));
 }

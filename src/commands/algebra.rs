@@ -16,7 +16,7 @@ use super::reply::{WithTtl, bulk, int, pttl};
 use crate::clock::Clock;
 use crate::config;
 use crate::errors::{self, err};
-use crate::keyspace::{replace_with, with_operands};
+use crate::keyspace::{Kind, replace_with, with_operands};
 use crate::xset::algebra::{self, Input};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
@@ -35,6 +35,17 @@ impl Op {
             Op::Inter => algebra::inter(inputs, now_ms, usize::MAX),
             Op::Union => algebra::union(inputs, now_ms),
             Op::Diff => algebra::diff(inputs, now_ms),
+        }
+    }
+
+    /// Whether the plain set at key `i` must be copied for this operation:
+    /// not when the result is empty whatever it holds (an intersection
+    /// with a missing key, a difference from a missing first key).
+    fn needs(self, kinds: &[Kind], _i: usize) -> bool {
+        match self {
+            Op::Inter => !kinds.contains(&Kind::Missing),
+            Op::Union => true,
+            Op::Diff => kinds.first() != Some(&Kind::Missing),
         }
     }
 
@@ -78,19 +89,26 @@ fn read(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResul
         _ => return Err(err(errors::SYNTAX)),
     };
     let shape = WithTtl::for_client(ctx);
-    with_operands(ctx, keys, |inputs| {
-        let mut members = op.run(inputs, clock.now_ms);
-        algebra::sort_by_deadline(&mut members);
-        let mut out = Vec::with_capacity(members.len() * if with_ttl { 2 } else { 1 });
-        for (member, deadline_ms) in members {
-            if with_ttl {
-                shape.push(&mut out, member, pttl(deadline_ms, clock.now_ms));
-            } else {
-                out.push(bulk(member));
+    with_operands(
+        ctx,
+        keys,
+        |k, i| op.needs(k, i),
+        |inputs| {
+            let mut members = op.run(inputs, clock.now_ms);
+            algebra::sort_by_deadline(&mut members);
+            let mut out = Vec::with_capacity(members.len() * if with_ttl { 2 } else { 1 });
+            // (Under RESP3 pairs take one entry each: the capacity is an upper
+            // bound.)
+            for (member, deadline_ms) in members {
+                if with_ttl {
+                    shape.push(&mut out, member, pttl(deadline_ms, clock.now_ms));
+                } else {
+                    out.push(bulk(member));
+                }
             }
-        }
-        RedisValue::Array(out)
-    })
+            RedisValue::Array(out)
+        },
+    )
 }
 
 /// `XSET.INTERSTORE|UNIONSTORE|DIFFSTORE destination numkeys key [key
@@ -103,9 +121,12 @@ fn store(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResu
     let limits = config::limits();
     // The result is copied out before the destination is opened: it may be
     // one of the inputs.
-    let result = with_operands(ctx, keys, |inputs| {
-        algebra::collect(limits, op.run(inputs, clock.now_ms))
-    })?;
+    let result = with_operands(
+        ctx,
+        keys,
+        |k, i| op.needs(k, i),
+        |inputs| algebra::collect(limits, op.run(inputs, clock.now_ms)),
+    )?;
     Ok(int(replace_with(ctx, &args[1], result, op.store_event())?))
 }
 
@@ -155,7 +176,10 @@ pub fn xset_intercard(ctx: &Context, args: &[RedisString], clock: Clock) -> Redi
             .map(|n| if n == 0 { usize::MAX } else { n })?,
         _ => return Err(err(errors::SYNTAX)),
     };
-    with_operands(ctx, keys, |inputs| {
-        int(algebra::inter(inputs, clock.now_ms, limit).len())
-    })
+    with_operands(
+        ctx,
+        keys,
+        |k, i| Op::Inter.needs(k, i),
+        |inputs| int(algebra::inter(inputs, clock.now_ms, limit).len()),
+    )
 }

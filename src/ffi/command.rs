@@ -52,7 +52,7 @@ extern "C" fn trampoline<D: Dispatch, const I: usize>(
     };
     let specs = D::key_specs(I);
     if has_counted_keys(specs) && is_keys_position_request(ctx) {
-        report_key_positions(ctx, specs, ptrs);
+        let _ = catch_unwind(AssertUnwindSafe(|| report_key_positions(ctx, specs, ptrs)));
         return raw::Status::Ok as c_int;
     }
     let reply = catch_unwind(AssertUnwindSafe(|| {

@@ -298,3 +298,62 @@ pub fn subscribe<H: ServerHooks>(ctx: &Context) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Calls `f` with the bytes of each member of the plain (native) set at
+/// `key`, each once; nothing when `key` holds no set. Reads through
+/// `RedisModule_ScanKey` on a read-only handle of its own, which sees the
+/// whole set in one pass when nothing changes it meanwhile (a command
+/// runs alone).
+pub fn for_each_set_member<F: FnMut(&[u8])>(ctx: &Context, key: &RedisString, mut f: F) {
+    let (Some(open), Some(close), Some(key_type), Some(create), Some(destroy), Some(scan)) = (
+        api!(RedisModule_OpenKey),
+        api!(RedisModule_CloseKey),
+        api!(RedisModule_KeyType),
+        api!(RedisModule_ScanCursorCreate),
+        api!(RedisModule_ScanCursorDestroy),
+        api!(RedisModule_ScanKey),
+    ) else {
+        return;
+    };
+    /// The scan callback: hands each member's bytes to the closure.
+    unsafe extern "C" fn each<F: FnMut(&[u8])>(
+        _key: *mut raw::RedisModuleKey,
+        member: *mut raw::RedisModuleString,
+        _value: *mut raw::RedisModuleString,
+        data: *mut c_void,
+    ) {
+        let Some(ptr_len) = api!(RedisModule_StringPtrLen) else {
+            return;
+        };
+        let mut len = 0usize;
+        // SAFETY: `member` is a live string the server passes for this
+        // call; `data` is the `&mut F` given to ScanKey below, used by no
+        // one else while ScanKey runs.
+        unsafe {
+            let p = ptr_len(member, &mut len);
+            if p.is_null() {
+                return;
+            }
+            let f = &mut *data.cast::<F>();
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                f(std::slice::from_raw_parts(p.cast::<u8>(), len));
+            }));
+        }
+    }
+    // SAFETY: `ctx` and `key` are live for the call; the handle and the
+    // cursor are closed and destroyed before returning; `f` outlives every
+    // ScanKey call that points at it.
+    unsafe {
+        let handle = open(ctx.get_raw(), key.inner, raw::REDISMODULE_READ as c_int);
+        if handle.is_null() {
+            return;
+        }
+        if key_type(handle) == raw::REDISMODULE_KEYTYPE_SET as c_int {
+            let cursor = create();
+            let data = std::ptr::from_mut(&mut f).cast::<c_void>();
+            while scan(handle, cursor, Some(each::<F>), data) != 0 {}
+            destroy(cursor);
+        }
+        close(handle);
+    }
+}
