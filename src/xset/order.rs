@@ -69,7 +69,15 @@ fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
         return n;
     }
     // Here first < t <= last, so n >= 2 and the answer is in 1..n.
-    let fraction = (t - first) as f64 / (last - first) as f64;
+    // Converting a u128 to a float is a library call: the offsets are
+    // taken as u64, those of the keys' deadline halves when the span is
+    // wider (deadlines over 2^32 ms apart); the guess is a guess either way.
+    // Here t <= last, so x <= span.
+    let (x, span) = (t - first, last - first);
+    let fraction = match u64::try_from(span) {
+        Ok(span) => x as u64 as f64 / span as f64,
+        Err(_) => (x >> 32) as u64 as f64 / (span >> 32) as u64 as f64,
+    };
     let guess = ((fraction * (n - 1) as f64) as usize).clamp(1, n - 1);
     // The bracket keeps at(lo) < t <= at(hi).
     let (mut lo, mut hi);
@@ -316,16 +324,7 @@ impl Chunk {
 
     /// The leaf that would hold `key`: the last one whose first pair is not
     /// above it (the first one if none).
-    /// One header from every cache line the headers span is read first:
-    /// those reads do not depend on each other, so their misses overlap, and
-    /// the search's probes, which do depend on each other, then hit.
     fn locate(&self, key: Key) -> usize {
-        let (front, back) = self.leaves.as_slices();
-        let mut touched = 0;
-        for leaf in front.iter().step_by(2).chain(back.iter().step_by(2)) {
-            touched ^= leaf.len;
-        }
-        std::hint::black_box(touched);
         rank_by(
             self.leaves.len(),
             |i| packed(self.leaves[i].first()),
@@ -549,6 +548,13 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// removed: drops an empty leaf, merges a short one with a neighbour
     /// (in this chunk or the next one over) when both fit in one leaf.
     fn after_removal(&mut self, c: usize, l: usize) {
+        if self.chunks[c].leaves[l].len() >= MERGE_BELOW {
+            // The common case: nothing to merge, no header moves.
+            if l == 0 {
+                self.chunks[c].refresh_first();
+            }
+            return;
+        }
         // Only chunks `c - 1` to `c + 2` change (a leaf merge reaches one
         // chunk either side, a chunk merge one more after), and those
         // removed are among them.
