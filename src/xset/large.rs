@@ -232,8 +232,7 @@ impl Store for Large {
             Some(e) => e.set_code(code),
             None => unreachable!("slot {slot} indexed but vacant"),
         }
-        self.by_deadline.remove((old, slot));
-        self.by_deadline.insert((deadline_ms, slot));
+        self.by_deadline.replace((old, slot), (deadline_ms, slot));
     }
 
     fn insert(&mut self, member: &[u8], deadline_ms: u64) {

@@ -328,12 +328,21 @@ impl XSet {
     /// Converts to large before storing `member` at `deadline_ms` would
     /// break a small limit (`adding`: as a new member).
     fn make_room_for(&mut self, member: &[u8], deadline_ms: u64, adding: bool) {
-        if let Repr::Small(s) = &self.repr
-            && ((adding && s.len() >= usize::from(self.limits.max_small_members))
-                || member.len() > usize::from(self.limits.max_small_member_bytes)
-                || (deadline_ms >= small::MAX_SMALL_DEADLINE && deadline_ms != NO_DEADLINE))
-        {
+        if self.needs_room_for(member, deadline_ms, adding) {
             self.convert_to_large();
+        }
+    }
+
+    /// Whether storing `member` at `deadline_ms` (`adding`: as a new
+    /// member) would break a small limit.
+    fn needs_room_for(&self, member: &[u8], deadline_ms: u64, adding: bool) -> bool {
+        match &self.repr {
+            Repr::Small(s) => {
+                (adding && s.len() >= usize::from(self.limits.max_small_members))
+                    || member.len() > usize::from(self.limits.max_small_member_bytes)
+                    || (deadline_ms >= small::MAX_SMALL_DEADLINE && deadline_ms != NO_DEADLINE)
+            }
+            Repr::Large(_) => false,
         }
     }
 
@@ -413,6 +422,28 @@ impl XSet {
         compare: Compare,
         now_ms: u64,
     ) -> AddOutcome {
+        // The common case, a refresh (a live member moved to another live
+        // deadline that this encoding holds), with one lookup: the position
+        // found is used to move it.
+        if presence != Presence::OnlyNew
+            && deadline_ms > now_ms
+            && !self.needs_room_for(member, deadline_ms, false)
+        {
+            let refreshed = with_store_mut!(self, s => match s.find(member) {
+                Some((pos, current)) if current > now_ms => Some(if !compare.allows(current, deadline_ms) {
+                    AddOutcome::Skipped
+                } else if current == deadline_ms {
+                    AddOutcome::Unchanged
+                } else {
+                    s.set_deadline(pos, deadline_ms);
+                    AddOutcome::Updated
+                }),
+                _ => None,
+            });
+            if let Some(outcome) = refreshed {
+                return outcome;
+            }
+        }
         let current = with_store!(self, s => s.find(member).map(|(_, d)| d));
         let outcome = match current {
             Some(current) if current > now_ms => {

@@ -4,25 +4,35 @@
 //! A B-tree of `(u64, u32)` tuples spends 16 bytes a key on padding and
 //! around 30 bytes a member once node headers and half-full nodes are
 //! counted; this index spends 12 bytes a pair in a full leaf. Leaf headers
-//! (first pair, start, length, pointer to the records) sit in a deque, so
-//! finding a leaf is one search over contiguous memory (interpolated, since
-//! deadlines are spread evenly over time) and dropping the first leaf (what
-//! expiry does) is O(1). Within a leaf the pairs float in their array, so
-//! dropping the first pair is O(1) too.
+//! (first pair, start, length, pointer to the records) sit in chunks of up
+//! to [`CHUNK_CAP`], each a deque, and the chunks in a deque with their own
+//! first pair and pair count. Finding a leaf is two searches over
+//! contiguous memory (interpolated, since deadlines are spread evenly over
+//! time); a leaf split or merge shifts at most one chunk's headers, not
+//! half of all of them (at 10M members with random TTLs that was a 1.3 MB
+//! memmove per split, a tenth of an add's time and a latency spike that
+//! grows with the set); and dropping the first leaf or chunk (what expiry
+//! does) is O(1). Within a leaf the pairs float in their array, so dropping
+//! the first pair is O(1) too.
 //!
 //! Deadlines mostly arrive in increasing order (`now + ttl`, one run per
 //! distinct TTL), so a pair landing after the end of a full leaf starts a new
-//! leaf, and one landing in a full leaf's upper half splits it at that point:
-//! a run keeps filling its leaf instead of leaving half-empty ones behind.
-//! Other inserts split a full leaf in half, and a removal that leaves a leaf
-//! under a quarter full merges it with a neighbour when both fit in one
-//! leaf.
+//! leaf. A pair landing inside a full leaf first moves some of its pairs to
+//! its left neighbour in the chunk, if that has room (three quarters of
+//! it: filling it up would make the next insert there split it); random
+//! deadlines then fill leaves to about 77% instead of 59%. Otherwise the leaf splits: at the
+//! insertion point if that is in its upper half (a run that keeps arriving
+//! there fills the left leaf instead of leaving half-empty ones behind), in
+//! half if not. A removal that leaves a leaf under a quarter full merges it
+//! with a neighbour when both fit in one leaf.
 //!
 //! Invariants (checked by `check_invariants`):
 //! 1. pairs are strictly increasing across the whole index;
 //! 2. no leaf is empty, each header's first pair is its leaf's first pair,
 //!    and the pairs lie within the records;
-//! 3. `len` is the number of pairs.
+//! 3. no chunk is empty or holds more than [`CHUNK_CAP`] leaves, and each
+//!    chunk's first pair and count are its leaves';
+//! 4. `len` is the number of pairs.
 
 use std::collections::VecDeque;
 
@@ -59,7 +69,15 @@ fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
         return n;
     }
     // Here first < t <= last, so n >= 2 and the answer is in 1..n.
-    let fraction = (t - first) as f64 / (last - first) as f64;
+    // Converting a u128 to a float is a library call: the offsets are
+    // taken as u64, those of the keys' deadline halves when the span is
+    // wider (deadlines over 2^32 ms apart); the guess is a guess either way.
+    // Here t <= last, so x <= span.
+    let (x, span) = (t - first, last - first);
+    let fraction = match u64::try_from(span) {
+        Ok(span) => x as u64 as f64 / span as f64,
+        Err(_) => (x >> 32) as u64 as f64 / (span >> 32) as u64 as f64,
+    };
     let guess = ((fraction * (n - 1) as f64) as usize).clamp(1, n - 1);
     // The bracket keeps at(lo) < t <= at(hi).
     let (mut lo, mut hi);
@@ -230,6 +248,22 @@ impl Leaf {
         self.start = 0;
     }
 
+    /// Moves the first `k` pairs, not all of them, to the end of `other`,
+    /// which must hold pairs below them and have room for them.
+    fn move_head(&mut self, k: usize, other: &mut Leaf) {
+        let s = self.start();
+        debug_assert!(k < self.len() && other.len() > 0 && other.len() + k <= LEAF_CAP);
+        if other.start() + other.len() + k > LEAF_CAP {
+            other.compact();
+        }
+        let m = other.start() + other.len();
+        other.recs[m..m + k].copy_from_slice(&self.recs[s..s + k]);
+        other.len += k as u8;
+        self.start += k as u8;
+        self.len -= k as u8;
+        self.refresh_first();
+    }
+
     /// Moves pairs `from..` to the end of `other`, which must have room for
     /// them.
     fn move_tail(&mut self, from: usize, other: &mut Leaf) {
@@ -253,49 +287,154 @@ impl Leaf {
     }
 }
 
-/// An ordered set of `(deadline, slot)` pairs.
-#[derive(Clone, Default)]
-pub(super) struct DeadlineIndex {
-    nodes: VecDeque<Leaf>,
+/// Leaf headers per chunk, at most: a split or merge shifts at most this
+/// many 24-byte headers, a chunk's headers span 24 cache lines (as a leaf's
+/// records do), and a full chunk's deque, grown by doubling, fills 64
+/// headers exactly (jemalloc's 1536-byte class). At 10M members that is
+/// about 2,500 chunks, 140 KB of chunk headers.
+pub(super) const CHUNK_CAP: usize = 63;
+
+/// Leaf headers kept together: the leaves of one stretch of the index, the
+/// first pair of the first one and the pairs they hold, so that locating a
+/// chunk and counting past it never touch its leaves.
+#[derive(Clone)]
+struct Chunk {
+    leaves: VecDeque<Leaf>,
+    first: Key,
     len: usize,
 }
 
-impl DeadlineIndex {
-    /// Number of pairs. O(1).
-    pub fn len(&self) -> usize {
-        self.len
+impl Chunk {
+    fn new(leaves: VecDeque<Leaf>) -> Chunk {
+        let mut chunk = Chunk {
+            len: leaves.iter().map(Leaf::len).sum(),
+            first: (0, 0),
+            leaves,
+        };
+        chunk.refresh_first();
+        chunk
     }
 
-    /// The node whose leaf would hold `key`: the last one whose first pair
-    /// is not above it (the first node if none). O(log leaves).
+    /// Copies the first leaf's first pair after the front changed.
+    fn refresh_first(&mut self) {
+        if let Some(leaf) = self.leaves.front() {
+            self.first = leaf.first();
+        }
+    }
+
+    /// The leaf that would hold `key`: the last one whose first pair is not
+    /// above it (the first one if none).
     fn locate(&self, key: Key) -> usize {
-        // The nodes whose first pair is not above `key`, less one.
         rank_by(
-            self.nodes.len(),
-            |i| packed(self.nodes[i].first()),
+            self.leaves.len(),
+            |i| packed(self.leaves[i].first()),
             packed(key) + 1,
         )
         .saturating_sub(1)
     }
 
-    /// Adds `key`, which must not be present. O(log n + leaf size), plus a
-    /// shift of up to half the 24-byte leaf headers when a leaf splits.
+    /// Heap bytes of the headers and the leaves' records.
+    fn heap_bytes(&self) -> usize {
+        use super::member::allocation_size;
+        allocation_size(self.leaves.capacity() * std::mem::size_of::<Leaf>())
+            + self.leaves.len() * allocation_size(std::mem::size_of::<Records>())
+    }
+
+    /// Pairs in the leaves before leaf `l`, plus `p`.
+    fn count_before(&self, l: usize, p: usize) -> usize {
+        self.leaves.range(..l).map(Leaf::len).sum::<usize>() + p
+    }
+}
+
+/// A place in the index: chunk, leaf within it, pair within that. A cursor
+/// is either at a pair or at the end (`c == chunks.len()`, `l == p == 0`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Cursor {
+    c: usize,
+    l: usize,
+    p: usize,
+}
+
+/// An ordered set of `(deadline, slot)` pairs.
+#[derive(Clone, Default)]
+pub(super) struct DeadlineIndex<const CHUNK: usize = CHUNK_CAP> {
+    chunks: VecDeque<Chunk>,
+    len: usize,
+    /// The chunks' [`Chunk::heap_bytes`], summed as they change, so that
+    /// [`DeadlineIndex::heap_bytes`] is O(1).
+    chunk_heap: usize,
+}
+
+impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
+    /// Number of pairs. O(1).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Chunk and leaf that would hold `key`: the last leaf whose first pair
+    /// is not above it (the first leaf if none); the index must not be
+    /// empty. Two interpolated searches over contiguous headers.
+    fn locate(&self, key: Key) -> (usize, usize) {
+        let c = rank_by(
+            self.chunks.len(),
+            |i| packed(self.chunks[i].first),
+            packed(key) + 1,
+        )
+        .saturating_sub(1);
+        (c, self.chunks[c].locate(key))
+    }
+
+    /// Adds `key`, which must not be present. O(log n + leaf size + chunk
+    /// size): a leaf split shifts at most [`CHUNK_CAP`] headers.
     pub fn insert(&mut self, key: Key) {
         self.len += 1;
-        if self.nodes.is_empty() {
+        if self.chunks.is_empty() {
             let mut leaf = Leaf::new();
             leaf.insert_at(0, key);
-            self.nodes.push_back(leaf);
+            let chunk = Chunk::new(VecDeque::from([leaf]));
+            self.chunk_heap += chunk.heap_bytes();
+            self.chunks.push_back(chunk);
             return;
         }
-        let i = self.locate(key);
-        let leaf = &mut self.nodes[i];
+        let (c, l) = self.locate(key);
+        self.insert_in(c, l, key);
+    }
+
+    /// Inserts `key` into leaf `l` of chunk `c`, where it belongs.
+    fn insert_in(&mut self, c: usize, l: usize, key: Key) {
+        let chunk = &mut self.chunks[c];
+        chunk.len += 1;
+        let leaf = &mut chunk.leaves[l];
         let pos = leaf.rank(key);
         debug_assert!(pos == leaf.len() || leaf.key(pos) != key);
         if leaf.len() < LEAF_CAP {
             leaf.insert_at(pos, key);
+            if l == 0 && pos == 0 {
+                chunk.first = key;
+            }
             return;
         }
+        // A full leaf whose left neighbour in the chunk has room hands it
+        // its first pairs instead of splitting, so random deadlines fill
+        // leaves further. Not when appending past the end: in-order runs
+        // keep their leaves full and start new ones.
+        if pos < LEAF_CAP && l > 0 {
+            let room = LEAF_CAP - chunk.leaves[l - 1].len();
+            if room >= 2 {
+                let k = room * 3 / 4;
+                let (before, from) = chunk.leaves.make_contiguous().split_at_mut(l);
+                let (left, leaf) = (&mut before[l - 1], &mut from[0]);
+                let left_len = left.len();
+                leaf.move_head(k, left);
+                if pos < k {
+                    left.insert_at(left_len + pos, key);
+                } else {
+                    leaf.insert_at(pos - k, key);
+                }
+                return;
+            }
+        }
+        let leaf = &mut chunk.leaves[l];
         let mut right = Leaf::new();
         if pos == LEAF_CAP {
             // Appending past a full leaf (deadlines arriving in order, one
@@ -310,195 +449,390 @@ impl DeadlineIndex {
             leaf.move_tail(LEAF_CAP / 2, &mut right);
             leaf.insert_at(pos, key);
         }
-        self.nodes.insert(i + 1, right);
+        let before = chunk.heap_bytes();
+        chunk.leaves.insert(l + 1, right);
+        chunk.refresh_first();
+        self.chunk_heap = self.chunk_heap - before + chunk.heap_bytes();
+        if chunk.leaves.len() > CHUNK {
+            self.split_chunk(c, l + 1);
+        }
     }
 
     /// Adds `key`, which must not be present, for a caller that adds keys
-    /// in increasing order (a loader): a key above every other one goes to
-    /// the end of the last leaf without a search. O(1) then; any other key
-    /// takes [`DeadlineIndex::insert`].
+    /// in increasing order (a loader): a key above every other one goes
+    /// into the last leaf with no search for its leaf or chunk. Any other
+    /// key takes [`DeadlineIndex::insert`].
     pub fn push_last(&mut self, key: Key) {
-        if let Some(last) = self.nodes.back_mut() {
-            let n = last.len();
-            if packed(key) > last.packed(n - 1) {
-                if n < LEAF_CAP {
-                    last.insert_at(n, key);
-                } else {
-                    let mut right = Leaf::new();
-                    right.insert_at(0, key);
-                    self.nodes.push_back(right);
-                }
+        if let Some(c) = self.chunks.len().checked_sub(1) {
+            let l = self.chunks[c].leaves.len() - 1;
+            let last = &self.chunks[c].leaves[l];
+            if packed(key) > last.packed(last.len() - 1) {
                 self.len += 1;
+                self.insert_in(c, l, key);
                 return;
             }
         }
         self.insert(key);
     }
 
-    /// Removes `key`; false if it was not present. O(log n + leaf size), plus
-    /// a shift of up to half the 24-byte leaf headers when a leaf empties or
-    /// merges.
+    /// Splits chunk `c`, just grown past [`CHUNK_CAP`] by new leaf `new`:
+    /// a new last leaf (appends in order) starts a chunk of its own, so
+    /// chunks filled in order stay full; otherwise the chunk splits in half.
+    fn split_chunk(&mut self, c: usize, new: usize) {
+        let chunk = &mut self.chunks[c];
+        let at = if new + 1 == chunk.leaves.len() {
+            new
+        } else {
+            chunk.leaves.len() / 2
+        };
+        let before = chunk.heap_bytes();
+        let right = Chunk::new(chunk.leaves.split_off(at));
+        chunk.len -= right.len;
+        self.chunk_heap = self.chunk_heap - before + chunk.heap_bytes() + right.heap_bytes();
+        self.chunks.insert(c + 1, right);
+    }
+
+    /// Removes `key`; false if it was not present. O(log n + leaf size +
+    /// chunk size).
     pub fn remove(&mut self, key: Key) -> bool {
-        if self.nodes.is_empty() {
+        if self.chunks.is_empty() {
             return false;
         }
-        let i = self.locate(key);
-        let leaf = &mut self.nodes[i];
+        let (c, l) = self.locate(key);
+        self.remove_in(c, l, key)
+    }
+
+    /// Removes `key` from leaf `l` of chunk `c`, where it would be; false
+    /// if it is not there.
+    fn remove_in(&mut self, c: usize, l: usize, key: Key) -> bool {
+        let leaf = &mut self.chunks[c].leaves[l];
         let pos = leaf.rank(key);
         if pos == leaf.len() || leaf.key(pos) != key {
             return false;
         }
         leaf.remove_at(pos);
+        self.chunks[c].len -= 1;
         self.len -= 1;
-        self.after_removal(i);
+        self.after_removal(c, l);
         true
+    }
+
+    /// Replaces `old`, which must be present, by `new`, which must not be:
+    /// a deadline change. When `new` belongs in `old`'s leaf the leaf is
+    /// located once and neither splits nor merges.
+    pub fn replace(&mut self, old: Key, new: Key) {
+        debug_assert!(!self.chunks.is_empty());
+        let (c, l) = self.locate(old);
+        let chunk = &self.chunks[c];
+        let leaf = &chunk.leaves[l];
+        // `new` belongs in this leaf if no later leaf starts at or before it,
+        // and this leaf starts at or before it (or is the very first).
+        let below_next = match chunk.leaves.get(l + 1) {
+            Some(next) => new < next.first(),
+            None => self.chunks.get(c + 1).is_none_or(|next| new < next.first),
+        };
+        let above_start = leaf.first() <= new || (c == 0 && l == 0);
+        if below_next && above_start && leaf.len() > 1 {
+            let chunk = &mut self.chunks[c];
+            let leaf = &mut chunk.leaves[l];
+            let pos = leaf.rank(old);
+            debug_assert!(pos < leaf.len() && leaf.key(pos) == old);
+            leaf.remove_at(pos);
+            let at = leaf.rank(new);
+            leaf.insert_at(at, new);
+            if l == 0 {
+                chunk.refresh_first();
+            }
+            return;
+        }
+        let removed = self.remove_in(c, l, old);
+        debug_assert!(removed, "replaced pair present");
+        self.insert(new);
     }
 
     /// Removes and returns the smallest pair. O(1) unless leaves merge.
     pub fn pop_first(&mut self) -> Option<Key> {
-        let leaf = self.nodes.front_mut()?;
-        let key = leaf.first();
-        leaf.remove_at(0);
+        let chunk = self.chunks.front_mut()?;
+        let key = chunk.first;
+        chunk.leaves[0].remove_at(0);
+        chunk.len -= 1;
         self.len -= 1;
-        self.after_removal(0);
+        self.after_removal(0, 0);
         Some(key)
     }
 
-    /// Restores the invariants after a pair of leaf `i` was removed: drops
-    /// an empty leaf, merges a short one.
-    fn after_removal(&mut self, i: usize) {
-        let n = self.nodes[i].len();
+    /// Restores the invariants after a pair of leaf `l` of chunk `c` was
+    /// removed: drops an empty leaf, merges a short one with a neighbour
+    /// (in this chunk or the next one over) when both fit in one leaf.
+    fn after_removal(&mut self, c: usize, l: usize) {
+        if self.chunks[c].leaves[l].len() >= MERGE_BELOW {
+            // The common case: nothing to merge, no header moves.
+            if l == 0 {
+                self.chunks[c].refresh_first();
+            }
+            return;
+        }
+        // Only chunks `c - 1` to `c + 2` change (a leaf merge reaches one
+        // chunk either side, a chunk merge one more after), and those
+        // removed are among them.
+        let (lo, hi) = (c.saturating_sub(1), (c + 3).min(self.chunks.len()));
+        let heap = |chunks: &VecDeque<Chunk>, hi| {
+            chunks.range(lo..hi).map(Chunk::heap_bytes).sum::<usize>()
+        };
+        let (before, count) = (heap(&self.chunks, hi), self.chunks.len());
+        self.restore_after_removal(c, l);
+        let after = heap(&self.chunks, hi - (count - self.chunks.len()));
+        self.chunk_heap = self.chunk_heap - before + after;
+    }
+
+    /// [`DeadlineIndex::after_removal`] without the heap accounting.
+    fn restore_after_removal(&mut self, c: usize, l: usize) {
+        let n = self.chunks[c].leaves[l].len();
         if n == 0 {
-            self.nodes.remove(i);
+            self.chunks[c].leaves.remove(l);
+            self.after_leaf_removal(c);
             return;
         }
         if n >= MERGE_BELOW {
+            if l == 0 {
+                self.chunks[c].refresh_first();
+            }
             return;
         }
-        // Merge into the previous leaf, or the next one into this leaf; the
-        // merged-away leaf is removed.
-        let (into, from) = if i > 0 && self.nodes[i - 1].len() + n <= LEAF_CAP {
-            (i - 1, i)
-        } else if i + 1 < self.nodes.len() && self.nodes[i + 1].len() + n <= LEAF_CAP {
-            (i, i + 1)
+        let prev = if l > 0 {
+            Some((c, l - 1))
+        } else {
+            c.checked_sub(1)
+                .map(|p| (p, self.chunks[p].leaves.len() - 1))
+        };
+        let next = if l + 1 < self.chunks[c].leaves.len() {
+            Some((c, l + 1))
+        } else if c + 1 < self.chunks.len() {
+            Some((c + 1, 0))
+        } else {
+            None
+        };
+        let fits = |(pc, pl): (usize, usize)| self.chunks[pc].leaves[pl].len() + n <= LEAF_CAP;
+        // Merge this leaf into the previous one, or the next one into this;
+        // the leaf merged away always comes after the one kept, so removing
+        // it moves nothing before it.
+        let (into, from) = match (prev, next) {
+            (Some(p), _) if fits(p) => (p, (c, l)),
+            (_, Some(x)) if fits(x) => ((c, l), x),
+            _ => {
+                if l == 0 {
+                    self.chunks[c].refresh_first();
+                }
+                return;
+            }
+        };
+        let Some(mut gone) = self.chunks[from.0].leaves.remove(from.1) else {
+            unreachable!("leaf {from:?} present");
+        };
+        let moved = gone.len();
+        self.chunks[from.0].len -= moved;
+        gone.move_tail(0, &mut self.chunks[into.0].leaves[into.1]);
+        self.chunks[into.0].len += moved;
+        self.chunks[into.0].refresh_first();
+        self.after_leaf_removal(from.0);
+    }
+
+    /// Restores the invariants after a leaf left chunk `c`: drops the chunk
+    /// if empty, merges it with a neighbour if at most a quarter full (one
+    /// leaf, in the tests' tiny chunks) and both fit.
+    fn after_leaf_removal(&mut self, c: usize) {
+        let n = self.chunks[c].leaves.len();
+        if n == 0 {
+            self.chunks.remove(c);
+            return;
+        }
+        self.chunks[c].refresh_first();
+        if n > (CHUNK / 4).max(1) {
+            return;
+        }
+        let fits = |o: usize| self.chunks[o].leaves.len() + n <= CHUNK;
+        let (into, from) = if c > 0 && fits(c - 1) {
+            (c - 1, c)
+        } else if c + 1 < self.chunks.len() && fits(c + 1) {
+            (c, c + 1)
         } else {
             return;
         };
-        if let Some(mut gone) = self.nodes.remove(from) {
-            gone.move_tail(0, &mut self.nodes[into]);
+        if let Some(gone) = self.chunks.remove(from) {
+            let into = &mut self.chunks[into];
+            into.len += gone.len;
+            into.leaves.extend(gone.leaves);
         }
     }
 
     /// The smallest pair. O(1).
     pub fn first(&self) -> Option<Key> {
-        self.nodes.front().map(Leaf::first)
+        self.chunks.front().map(|c| c.first)
     }
 
-    /// Leaf and position of the first pair not below `key`.
-    fn seek(&self, key: Key) -> (usize, usize) {
-        if self.nodes.is_empty() {
-            return (0, 0);
+    /// The end cursor.
+    fn end(&self) -> Cursor {
+        Cursor {
+            c: self.chunks.len(),
+            l: 0,
+            p: 0,
         }
-        let i = self.locate(key);
-        let pos = self.nodes[i].rank(key);
-        if pos == self.nodes[i].len() {
-            (i + 1, 0)
+    }
+
+    /// The cursor at the first pair not below `key`.
+    fn seek(&self, key: Key) -> Cursor {
+        if self.chunks.is_empty() {
+            return self.end();
+        }
+        let (c, l) = self.locate(key);
+        let chunk = &self.chunks[c];
+        let p = chunk.leaves[l].rank(key);
+        if p < chunk.leaves[l].len() {
+            Cursor { c, l, p }
+        } else if l + 1 < chunk.leaves.len() {
+            Cursor { c, l: l + 1, p: 0 }
         } else {
-            (i, pos)
+            Cursor {
+                c: c + 1,
+                l: 0,
+                p: 0,
+            }
         }
     }
 
-    /// How many pairs are below `key`. O(log n + leaves before it).
+    /// The cursor just past the last pair whose deadline is at most `hi`.
+    fn seek_after(&self, hi: u64) -> Cursor {
+        match hi.checked_add(1) {
+            Some(next) => self.seek((next, 0)),
+            None => self.end(),
+        }
+    }
+
+    /// Pairs of chunk `at.c` before `at` (0 at the end).
+    fn count_in_chunk(&self, at: Cursor) -> usize {
+        self.chunks
+            .get(at.c)
+            .map_or(0, |chunk| chunk.count_before(at.l, at.p))
+    }
+
+    /// How many pairs are below `key`. O(log n + chunks before it + leaves
+    /// of its chunk).
     pub fn count_below(&self, key: Key) -> usize {
-        let (i, pos) = self.seek(key);
-        self.nodes.range(..i).map(Leaf::len).sum::<usize>() + pos
+        let at = self.seek(key);
+        self.chunks.range(..at.c).map(|c| c.len).sum::<usize>() + self.count_in_chunk(at)
+    }
+
+    /// The pairs from cursor `a` up to cursor `b` (excluded), in order;
+    /// reversible.
+    fn range(&self, a: Cursor, b: Cursor) -> impl DoubleEndedIterator<Item = Key> + '_ {
+        // Chunk `b.c` and leaf `b.l` are included only if some of their
+        // pairs are.
+        let last_chunk = if b.l == 0 && b.p == 0 { b.c } else { b.c + 1 };
+        (a.c..last_chunk.max(a.c)).flat_map(move |c| {
+            let chunk = &self.chunks[c];
+            let from = if c == a.c { a.l } else { 0 };
+            let to = if c == b.c {
+                b.l + usize::from(b.p > 0)
+            } else {
+                chunk.leaves.len()
+            };
+            (from..to.max(from)).flat_map(move |l| {
+                let leaf = &chunk.leaves[l];
+                let from = if (c, l) == (a.c, a.l) { a.p } else { 0 };
+                let to = if (c, l) == (b.c, b.l) {
+                    b.p
+                } else {
+                    leaf.len()
+                };
+                (from..to.max(from)).map(move |p| leaf.key(p))
+            })
+        })
     }
 
     /// The pairs not below `key`, in order; reversible.
     pub fn iter_from(&self, key: Key) -> impl DoubleEndedIterator<Item = Key> + '_ {
-        let (i, pos) = self.seek(key);
-        self.nodes.range(i..).enumerate().flat_map(move |(j, n)| {
-            let from = if j == 0 { pos } else { 0 };
-            (from..n.len()).map(move |p| n.key(p))
-        })
-    }
-
-    /// Leaf and position just past the last pair whose deadline is at most
-    /// `hi`.
-    fn seek_after(&self, hi: u64) -> (usize, usize) {
-        match hi.checked_add(1) {
-            Some(next) => self.seek((next, 0)),
-            None => (self.nodes.len(), 0),
-        }
+        self.range(self.seek(key), self.end())
     }
 
     /// The pairs whose deadline lies in `lo..=hi`, in order; reversible, so
     /// either end starts in O(log n). Empty when `lo > hi`.
     pub fn between(&self, lo: u64, hi: u64) -> impl DoubleEndedIterator<Item = Key> + '_ {
-        let (i, pos) = self.seek((lo, 0));
-        let (j, end) = if lo <= hi {
-            self.seek_after(hi)
-        } else {
-            (i, pos)
-        };
-        // Leaf `j` is included only if some of its pairs are.
-        let stop = if end == 0 { j } else { j + 1 };
-        (i..stop).flat_map(move |k| {
-            let leaf = &self.nodes[k];
-            let from = if k == i { pos } else { 0 };
-            let to = if k == j { end } else { leaf.len() };
-            (from..to).map(move |p| leaf.key(p))
-        })
+        let a = self.seek((lo, 0));
+        let b = if lo <= hi { self.seek_after(hi) } else { a };
+        self.range(a, b)
     }
 
     /// How many pairs have a deadline in `lo..=hi`: 0 when `lo > hi`.
-    /// O(log n + min(l, L - l)) for `l` of the `L` leaves spanned by the
-    /// window: it sums the leaf lengths inside the window, or subtracts the
-    /// ones outside it, whichever are fewer.
+    /// O(log n + min(k, K - k) + chunk size) for `k` of the `K` chunks
+    /// spanned by the window: it sums the chunk lengths inside the window,
+    /// or subtracts the ones outside it, whichever are fewer.
     pub fn count_between(&self, lo: u64, hi: u64) -> usize {
         if lo > hi {
             return 0;
         }
-        let (i, pos) = self.seek((lo, 0));
-        let (j, end) = self.seek_after(hi);
-        let inside = j - i;
-        let whole = if inside <= self.nodes.len() - inside {
-            self.nodes.range(i..j).map(Leaf::len).sum::<usize>()
+        let a = self.seek((lo, 0));
+        let b = self.seek_after(hi);
+        let inside = b.c - a.c;
+        let whole = if inside <= self.chunks.len() - inside {
+            self.chunks.range(a.c..b.c).map(|c| c.len).sum::<usize>()
         } else {
-            let outside = self.nodes.range(..i).map(Leaf::len).sum::<usize>()
-                + self.nodes.range(j..).map(Leaf::len).sum::<usize>();
+            let outside = self.chunks.range(..a.c).map(|c| c.len).sum::<usize>()
+                + self.chunks.range(b.c..).map(|c| c.len).sum::<usize>();
             self.len - outside
         };
-        // Pairs before (j, end) less pairs before (i, pos).
-        whole + end - pos
+        // Pairs before `b` less pairs before `a`.
+        whole + self.count_in_chunk(b) - self.count_in_chunk(a)
     }
 
     /// Every pair, in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = Key> + '_ {
-        self.iter_from((0, 0))
+        self.range(Cursor { c: 0, l: 0, p: 0 }, self.end())
     }
 
-    /// Heap bytes held, as jemalloc rounds them.
+    /// Heap bytes held, as jemalloc rounds them. O(1).
     pub fn heap_bytes(&self) -> usize {
-        super::member::allocation_size(self.nodes.capacity() * std::mem::size_of::<Leaf>())
-            + self.nodes.len() * super::member::allocation_size(std::mem::size_of::<Records>())
+        super::member::allocation_size(self.chunks.capacity() * std::mem::size_of::<Chunk>())
+            + self.chunk_heap
+    }
+
+    /// Leaves in the index.
+    #[cfg(test)]
+    fn leaf_count(&self) -> usize {
+        self.chunks.iter().map(|c| c.leaves.len()).sum()
     }
 
     /// Panics if an invariant does not hold.
     pub fn check_invariants(&self) {
         let mut count = 0;
         let mut prev: Option<Key> = None;
-        for n in &self.nodes {
-            assert!(n.len() > 0, "no empty leaf");
-            assert_eq!(n.first(), n.key(0), "first pair cached");
-            assert!(n.start() + n.len() <= LEAF_CAP, "pairs within the records");
-            for p in 0..n.len() {
-                let k = n.key(p);
-                assert!(prev.is_none_or(|q| q < k), "strictly increasing");
-                prev = Some(k);
-                count += 1;
+        for chunk in &self.chunks {
+            assert!(!chunk.leaves.is_empty(), "no empty chunk");
+            assert!(chunk.leaves.len() <= CHUNK, "chunk within its capacity");
+            assert_eq!(
+                chunk.first,
+                chunk.leaves[0].first(),
+                "chunk's first pair cached"
+            );
+            let mut in_chunk = 0;
+            for n in &chunk.leaves {
+                assert!(n.len() > 0, "no empty leaf");
+                assert_eq!(n.first(), n.key(0), "first pair cached");
+                assert!(n.start() + n.len() <= LEAF_CAP, "pairs within the records");
+                for p in 0..n.len() {
+                    let k = n.key(p);
+                    assert!(prev.is_none_or(|q| q < k), "strictly increasing");
+                    prev = Some(k);
+                    in_chunk += 1;
+                }
             }
+            assert_eq!(in_chunk, chunk.len, "chunk len counts its pairs");
+            count += in_chunk;
         }
+        assert_eq!(
+            self.chunks.iter().map(Chunk::heap_bytes).sum::<usize>(),
+            self.chunk_heap,
+            "chunk heap bytes summed"
+        );
         assert_eq!(count, self.len, "len counts pairs");
     }
 }
@@ -509,7 +843,7 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
-    fn same(index: &DeadlineIndex, model: &BTreeSet<Key>) {
+    fn same<const C: usize>(index: &DeadlineIndex<C>, model: &BTreeSet<Key>) {
         index.check_invariants();
         assert_eq!(index.len(), model.len());
         assert!(index.iter().eq(model.iter().copied()));
@@ -526,12 +860,12 @@ mod tests {
 
     #[test]
     fn appends_in_order_fill_leaves() {
-        let mut index = DeadlineIndex::default();
+        let mut index: DeadlineIndex = DeadlineIndex::default();
         for s in 0..10 * LEAF_CAP as u32 {
             index.insert((1000 + u64::from(s), s));
         }
         index.check_invariants();
-        assert_eq!(index.nodes.len(), 10, "every leaf full");
+        assert_eq!(index.leaf_count(), 10, "every leaf full");
         assert_eq!(index.count_below((1000 + 5, 0)), 5);
         assert_eq!(index.iter_from((1000 + 1269, 0)).count(), 1);
         assert_eq!(index.iter_from((1000 + 1270, 0)).count(), 0);
@@ -539,12 +873,12 @@ mod tests {
             assert_eq!(index.pop_first(), Some((1000 + u64::from(s), s)));
         }
         assert_eq!(index.pop_first(), None);
-        assert!(index.nodes.is_empty() && index.len() == 0);
+        assert!(index.chunks.is_empty() && index.len() == 0);
     }
 
     #[test]
     fn windows_across_many_leaves_match_a_filter() {
-        let mut index = DeadlineIndex::default();
+        let mut index: DeadlineIndex = DeadlineIndex::default();
         let mut model = BTreeSet::new();
         // 40 leaves' worth, three pairs per deadline, and a tail without one.
         for s in 0..40 * LEAF_CAP as u32 {
@@ -588,32 +922,40 @@ mod tests {
         }
         assert_eq!(index.count_between(0, u64::MAX), index.len());
         assert_eq!(index.between(5, 4).count(), 0);
-        assert_eq!(DeadlineIndex::default().count_between(0, u64::MAX), 0);
-        assert_eq!(DeadlineIndex::default().between(0, u64::MAX).count(), 0);
+        assert_eq!(
+            DeadlineIndex::<CHUNK_CAP>::default().count_between(0, u64::MAX),
+            0
+        );
+        assert_eq!(
+            DeadlineIndex::<CHUNK_CAP>::default()
+                .between(0, u64::MAX)
+                .count(),
+            0
+        );
     }
 
     #[test]
     fn removals_merge_short_leaves() {
-        let mut index = DeadlineIndex::default();
+        let mut index: DeadlineIndex = DeadlineIndex::default();
         let mut model = BTreeSet::new();
         for s in 0..4 * LEAF_CAP as u32 {
             index.insert((u64::from(s % 7), s));
             model.insert((u64::from(s % 7), s));
         }
-        let leaves = index.nodes.len();
+        let leaves = index.leaf_count();
         for s in (0..4 * LEAF_CAP as u32).filter(|s| s % 3 != 0) {
             assert!(index.remove((u64::from(s % 7), s)));
             model.remove(&(u64::from(s % 7), s));
             same(&index, &model);
         }
         assert!(!index.remove((0, 1)), "already gone");
-        assert!(index.nodes.len() < leaves, "short leaves merged");
+        assert!(index.leaf_count() < leaves, "short leaves merged");
     }
 
     #[test]
     fn interleaved_runs_keep_leaves_full() {
         // Two TTLs: two runs of increasing deadlines, interleaved.
-        let mut index = DeadlineIndex::default();
+        let mut index: DeadlineIndex = DeadlineIndex::default();
         let n = 20 * LEAF_CAP as u32;
         for s in 0..n {
             let d = if s % 2 == 0 {
@@ -626,9 +968,9 @@ mod tests {
         index.check_invariants();
         let full = (n as usize).div_ceil(LEAF_CAP);
         assert!(
-            index.nodes.len() <= full + 2,
+            index.leaf_count() <= full + 2,
             "{} leaves for {full} full ones",
-            index.nodes.len()
+            index.leaf_count()
         );
     }
 
@@ -667,38 +1009,157 @@ mod tests {
 
         #[test]
         fn behaves_like_a_btreeset(ops in proptest::collection::vec(
-            (0u8..5, 0u64..50, 0u32..400), 1..1500)) {
-            let mut index = DeadlineIndex::default();
-            let mut model = BTreeSet::new();
-            for (op, d, s) in ops {
-                let key = (d, s);
-                match op {
-                    0 | 1 => {
-                        if model.insert(key) {
-                            index.insert(key);
+            (0u8..6, 0u64..50, 0u32..400), 1..1500)) {
+            against_a_btreeset::<CHUNK_CAP>(&ops, false)?;
+        }
+
+        /// Chunks of two or three leaves, and mostly inserts: chunks split,
+        /// merge and empty within a few hundred pairs.
+        #[test]
+        fn behaves_like_a_btreeset_in_tiny_chunks(ops in proptest::collection::vec(
+            (0u8..10, 0u64..50, 0u32..400), 1..3000), three in any::<bool>()) {
+            if three {
+                against_a_btreeset::<3>(&ops, true)?;
+            } else {
+                against_a_btreeset::<2>(&ops, true)?;
+            }
+        }
+    }
+
+    /// Applies `ops` (op, deadline, slot; ops 0, 1 and 6 up insert) to an
+    /// index and to a `BTreeSet`,
+    /// comparing every query after each step, and the invariants too when
+    /// `check`.
+    fn against_a_btreeset<const C: usize>(
+        ops: &[(u8, u64, u32)],
+        check: bool,
+    ) -> Result<(), TestCaseError> {
+        let mut index: DeadlineIndex<C> = DeadlineIndex::default();
+        let mut model = BTreeSet::new();
+        for &(op, d, s) in ops {
+            let key = (d, s);
+            // A present key, so that most removals and replacements hit.
+            let nth = (d as usize * 400 + s as usize) % model.len().max(1);
+            let present = model.iter().nth(nth).copied();
+            match op {
+                0 | 1 | 6.. => {
+                    if model.insert(key) {
+                        index.insert(key);
+                    }
+                }
+                2 => prop_assert_eq!(index.remove(key), model.remove(&key)),
+                3 => {
+                    let present = present.unwrap_or(key);
+                    prop_assert_eq!(index.remove(present), model.remove(&present));
+                }
+                4 => {
+                    // A deadline change: near the old pair (often the
+                    // same leaf) or anywhere.
+                    if let Some(old) = present {
+                        let new = if s % 2 == 0 { (old.0 + d % 3, s) } else { key };
+                        if !model.contains(&new) {
+                            model.remove(&old);
+                            model.insert(new);
+                            index.replace(old, new);
                         }
                     }
-                    2 => prop_assert_eq!(index.remove(key), model.remove(&key)),
-                    3 => {
-                        // A present key, so that most removals hit.
-                        let nth = (d as usize * 400 + s as usize) % model.len().max(1);
-                        let present = model.iter().nth(nth).copied().unwrap_or(key);
-                        prop_assert_eq!(index.remove(present), model.remove(&present));
-                    }
-                    _ => prop_assert_eq!(index.pop_first(), model.pop_first()),
                 }
-                prop_assert_eq!(index.len(), model.len());
-                prop_assert_eq!(index.count_below(key), model.range(..key).count());
-                prop_assert!(index.iter_from(key).eq(model.range(key..).copied()));
-                prop_assert!(index.iter_from(key).rev().eq(model.range(key..).rev().copied()));
-                let (lo, hi) = (d, d + u64::from(s % 12));
-                let (lo, hi) = if s % 5 == 0 { (hi, lo) } else { (lo, hi) };
-                let want: Vec<Key> = model.iter().copied().filter(|k| lo <= k.0 && k.0 <= hi).collect();
-                prop_assert!(index.between(lo, hi).eq(want.iter().copied()));
-                prop_assert!(index.between(lo, hi).rev().eq(want.iter().rev().copied()));
-                prop_assert_eq!(index.count_between(lo, hi), want.len());
+                _ => prop_assert_eq!(index.pop_first(), model.pop_first()),
             }
-            same(&index, &model);
+            if check {
+                index.check_invariants();
+            }
+            prop_assert_eq!(index.len(), model.len());
+            prop_assert_eq!(index.first(), model.first().copied());
+            prop_assert_eq!(index.count_below(key), model.range(..key).count());
+            prop_assert!(index.iter_from(key).eq(model.range(key..).copied()));
+            prop_assert!(
+                index
+                    .iter_from(key)
+                    .rev()
+                    .eq(model.range(key..).rev().copied())
+            );
+            let (lo, hi) = (d, d + u64::from(s % 12));
+            let (lo, hi) = if s % 5 == 0 { (hi, lo) } else { (lo, hi) };
+            let want: Vec<Key> = model
+                .iter()
+                .copied()
+                .filter(|k| lo <= k.0 && k.0 <= hi)
+                .collect();
+            prop_assert!(index.between(lo, hi).eq(want.iter().copied()));
+            prop_assert!(index.between(lo, hi).rev().eq(want.iter().rev().copied()));
+            prop_assert_eq!(index.count_between(lo, hi), want.len());
         }
+        same(&index, &model);
+        Ok(())
+    }
+
+    #[test]
+    fn random_deadlines_fill_leaves_to_three_quarters() {
+        let mut index: DeadlineIndex = DeadlineIndex::default();
+        let mut x = 99u64;
+        for s in 0..200_000u32 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            index.insert((x >> 20, s));
+        }
+        index.check_invariants();
+        let fill = index.len() as f64 / (index.leaf_count() * LEAF_CAP) as f64;
+        // 0.59 (20.96 heap bytes a pair) when a full leaf always split.
+        assert!(fill > 0.75, "leaves {fill:.3} full");
+    }
+
+    #[test]
+    fn chunks_split_and_merge_under_random_churn() {
+        // Random pairs into chunks of four leaves, then removals, pops and
+        // replacements until empty, against a model.
+        let mut index: DeadlineIndex<4> = DeadlineIndex::default();
+        let mut model = BTreeSet::new();
+        let mut x = 12345u64;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for s in 0..30_000u32 {
+            let key = (rand() % 1_000_000, s);
+            model.insert(key);
+            index.insert(key);
+            if s % 1000 == 0 {
+                same(&index, &model);
+            }
+        }
+        same(&index, &model);
+        let chunks = index.chunks.len();
+        assert!(chunks > 50, "{chunks} chunks");
+        let mut step = 0;
+        while let Some(&k) = model.iter().nth((rand() as usize) % model.len().max(1)) {
+            match step % 3 {
+                0 => assert_eq!(index.pop_first(), model.pop_first()),
+                1 => assert_eq!(index.remove(k), model.remove(&k)),
+                _ => {
+                    let new = (rand() % 1_000_000, k.1);
+                    if !model.contains(&new) {
+                        model.remove(&k);
+                        model.insert(new);
+                        index.replace(k, new);
+                    }
+                    assert!(index.remove(new) && model.remove(&new));
+                }
+            }
+            step += 1;
+            if step % 997 == 0 {
+                same(&index, &model);
+                assert_eq!(
+                    index.count_between(100_000, 500_000),
+                    model
+                        .iter()
+                        .filter(|k| (100_000..=500_000).contains(&k.0))
+                        .count()
+                );
+            }
+        }
+        same(&index, &model);
+        assert!(index.chunks.is_empty());
     }
 }

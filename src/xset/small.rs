@@ -1,103 +1,183 @@
 //! The small encoding: every member in one buffer, in deadline order, each
-//! entry `[deadline: 6 bytes LE][length: 1 byte][member bytes]`. One
+//! entry `[deadline delta: LEB128][length: 1 byte][member bytes]`, the delta
+//! counted from the previous entry's deadline (from 0 for the first). One
 //! allocation for the whole set, so a few dozen members cost little more
-//! than their bytes; every operation is a linear pass over at most a few
-//! kilobytes, which is what Redis's listpack encodings trade as well.
+//! than their bytes (deadlines a few seconds apart take 2 or 3 bytes, not
+//! 6); every operation is a linear pass over at most a few kilobytes, which
+//! is what Redis's listpack encodings trade as well.
 //!
 //! Invariants (checked by `check_invariants`): entries are contiguous and
 //! end exactly at the buffer's end, are sorted by deadline (equal deadlines
-//! in insertion order), hold distinct members of at most 255 bytes, and
-//! `len` counts them.
+//! in insertion order), hold distinct members of at most 255 bytes and
+//! deadlines of at most [`MAX_SMALL_DEADLINE`], and `len` counts them.
 
 use super::deadline::NO_DEADLINE;
 use super::member::{self, Member};
 use super::store::{Items, Store};
-
-const HEADER: usize = 7;
 
 /// The largest deadline a small entry can hold (48 bits: the year 10889);
 /// [`NO_DEADLINE`] is stored as this too, and later deadlines make
 /// the owner convert to the large encoding.
 pub const MAX_SMALL_DEADLINE: u64 = (1 << 48) - 1;
 
-fn pack(deadline_ms: u64) -> [u8; 6] {
-    let d = deadline_ms.min(MAX_SMALL_DEADLINE).to_le_bytes();
-    [d[0], d[1], d[2], d[3], d[4], d[5]]
+/// The value stored for `deadline_ms`.
+fn stored(deadline_ms: u64) -> u64 {
+    deadline_ms.min(MAX_SMALL_DEADLINE)
 }
 
-fn unpack(b: &[u8]) -> u64 {
-    let mut d = [0u8; 8];
-    d[..6].copy_from_slice(&b[..6]);
-    match u64::from_le_bytes(d) {
+/// The deadline a stored value stands for.
+fn unstored(v: u64) -> u64 {
+    match v {
         MAX_SMALL_DEADLINE => NO_DEADLINE,
         d => d,
     }
 }
 
-/// Members packed in deadline order in one buffer.
+/// `v` in LEB128: seven bits a byte, low bits first, the high bit set on
+/// every byte but the last. At most 7 bytes for 48 bits.
+fn varint(mut v: u64) -> ([u8; 10], usize) {
+    let mut out = [0u8; 10];
+    let mut n = 0;
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out[n] = byte;
+            return (out, n + 1);
+        }
+        out[n] = byte | 0x80;
+        n += 1;
+    }
+}
+
+/// The LEB128 integer at the start of `b` and its length in bytes.
+fn read_varint(b: &[u8]) -> (u64, usize) {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate() {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return (v, i + 1);
+        }
+    }
+    unreachable!("small entry delta runs off the buffer")
+}
+
+/// Members packed in deadline order in one exactly sized buffer.
 #[derive(Clone, Default)]
 pub struct Small {
-    buf: Vec<u8>,
+    buf: Box<[u8]>,
     len: u32,
+}
+
+/// Where an entry starts, and the stored deadline its delta counts from
+/// (the previous entry's, 0 for the first).
+#[derive(Clone, Copy, Debug)]
+pub struct SmallPos {
+    at: usize,
+    base: u64,
 }
 
 /// One decoded entry.
 struct SmallEntry<'a> {
     at: usize,
-    deadline_ms: u64,
+    base: u64,
+    /// The stored deadline.
+    stored: u64,
     member: &'a [u8],
+    end: usize,
 }
 
 impl SmallEntry<'_> {
-    fn end(&self) -> usize {
-        self.at + HEADER + self.member.len()
+    fn deadline_ms(&self) -> u64 {
+        unstored(self.stored)
+    }
+
+    fn pos(&self) -> SmallPos {
+        SmallPos {
+            at: self.at,
+            base: self.base,
+        }
     }
 }
 
 impl Small {
-    fn entry_at(&self, at: usize) -> SmallEntry<'_> {
-        let len = self.buf[at + 6] as usize;
+    fn entry_at(&self, pos: SmallPos) -> SmallEntry<'_> {
+        let (delta, n) = read_varint(&self.buf[pos.at..]);
+        let len = self.buf[pos.at + n] as usize;
+        let start = pos.at + n + 1;
         SmallEntry {
-            at,
-            deadline_ms: unpack(&self.buf[at..at + 6]),
-            member: &self.buf[at + HEADER..at + HEADER + len],
+            at: pos.at,
+            base: pos.base,
+            stored: pos.base + delta,
+            member: &self.buf[start..start + len],
+            end: start + len,
         }
     }
 
     fn entries(&self) -> impl Iterator<Item = SmallEntry<'_>> + '_ {
-        let mut at = 0;
+        let mut pos = SmallPos { at: 0, base: 0 };
         std::iter::from_fn(move || {
-            if at >= self.buf.len() {
+            if pos.at >= self.buf.len() {
                 return None;
             }
-            let e = self.entry_at(at);
-            at = e.end();
+            let e = self.entry_at(pos);
+            pos = SmallPos {
+                at: e.end,
+                base: e.stored,
+            };
             Some(e)
         })
     }
 
-    /// Writes an entry at byte offset `at`, shifting what follows. Grows the
-    /// buffer exactly, as listpacks do: the allocator's size classes leave
-    /// the only slack.
-    fn write_at(&mut self, at: usize, member: &[u8], deadline_ms: u64) {
-        let n = HEADER + member.len();
-        let old = self.buf.len();
-        self.buf.reserve_exact(n);
-        self.buf.resize(old + n, 0);
-        self.buf.copy_within(at..old, at + n);
-        self.buf[at..at + 6].copy_from_slice(&pack(deadline_ms));
+    /// Replaces `buf[range]` by `with`, growing or shrinking the buffer to
+    /// exactly its new length, as listpacks do: the allocator's size
+    /// classes leave the only slack.
+    fn splice(&mut self, range: std::ops::Range<usize>, with: &[u8]) {
+        let mut buf = std::mem::take(&mut self.buf).into_vec();
+        let new_len = buf.len() - range.len() + with.len();
+        buf.reserve_exact(new_len.saturating_sub(buf.len()));
+        buf.splice(range, with.iter().copied());
+        self.buf = buf.into_boxed_slice();
+    }
+
+    /// Writes an entry for `member` at `deadline_ms` at `pos`, before the
+    /// entry there (if any), whose delta is recomputed from the new one.
+    fn write_at(&mut self, pos: SmallPos, member: &[u8], deadline_ms: u64) {
+        let value = stored(deadline_ms);
+        let (delta, n) = varint(value - pos.base);
+        let mut bytes = Vec::with_capacity(n + 1 + member.len() + 7);
+        bytes.extend_from_slice(&delta[..n]);
         // The owner converts to the large encoding before a member longer
         // than 255 bytes or a deadline past 48 bits could arrive here.
-        self.buf[at + 6] = member.len() as u8;
-        self.buf[at + HEADER..at + n].copy_from_slice(member);
+        bytes.push(member.len() as u8);
+        bytes.extend_from_slice(member);
+        let mut replaced = pos.at..pos.at;
+        if pos.at < self.buf.len() {
+            let next = self.entry_at(pos);
+            let (old, old_n) = varint(next.stored - pos.base);
+            let (new, new_n) = varint(next.stored - value);
+            debug_assert_eq!(&self.buf[pos.at..pos.at + old_n], &old[..old_n]);
+            bytes.extend_from_slice(&new[..new_n]);
+            replaced = pos.at..pos.at + old_n;
+        }
+        self.splice(replaced, &bytes);
     }
 
     /// Where an entry with `deadline_ms` goes: after every entry that is due
     /// no later.
-    fn insertion_point(&self, deadline_ms: u64) -> usize {
-        self.entries()
-            .find(|e| e.deadline_ms > deadline_ms)
-            .map_or(self.buf.len(), |e| e.at)
+    fn insertion_point(&self, deadline_ms: u64) -> SmallPos {
+        let value = stored(deadline_ms);
+        let mut end = SmallPos {
+            at: self.buf.len(),
+            base: 0,
+        };
+        for e in self.entries() {
+            if e.stored > value {
+                return e.pos();
+            }
+            end.base = e.stored;
+        }
+        end
     }
 
     /// The longest member stored.
@@ -107,33 +187,39 @@ impl Small {
 
     /// Builds a small set from members already in deadline order.
     pub fn from_sorted<'a>(items: impl Iterator<Item = (&'a [u8], u64)>) -> Small {
-        let mut s = Small::default();
+        let mut buf = Vec::new();
+        let (mut base, mut len) = (0, 0);
         for (m, d) in items {
-            let end = s.buf.len();
-            s.write_at(end, m, d);
-            s.len += 1;
+            let value = stored(d);
+            let (delta, n) = varint(value - base);
+            buf.extend_from_slice(&delta[..n]);
+            buf.push(m.len() as u8);
+            buf.extend_from_slice(m);
+            base = value;
+            len += 1;
         }
-        s.buf.shrink_to_fit();
-        s
+        Small {
+            buf: buf.into_boxed_slice(),
+            len,
+        }
     }
 }
 
 impl Store for Small {
-    /// A byte offset.
-    type Pos = usize;
+    type Pos = SmallPos;
 
     fn len(&self) -> usize {
         self.len as usize
     }
 
-    fn find(&self, member: &[u8]) -> Option<(usize, u64)> {
+    fn find(&self, member: &[u8]) -> Option<(SmallPos, u64)> {
         self.entries()
             .find(|e| e.member == member)
-            .map(|e| (e.at, e.deadline_ms))
+            .map(|e| (e.pos(), e.deadline_ms()))
     }
 
-    fn set_deadline(&mut self, at: usize, deadline_ms: u64) {
-        let (member, _) = self.remove_at(at);
+    fn set_deadline(&mut self, pos: SmallPos, deadline_ms: u64) {
+        let (member, _) = self.remove_at(pos);
         self.insert(&member, deadline_ms);
     }
 
@@ -143,17 +229,28 @@ impl Store for Small {
         self.len += 1;
     }
 
-    fn remove_at(&mut self, at: usize) -> (Member, u64) {
-        let e = self.entry_at(at);
-        let (end, deadline_ms, member) = (e.end(), e.deadline_ms, Member::new(e.member));
-        self.buf.drain(at..end);
+    fn remove_at(&mut self, pos: SmallPos) -> (Member, u64) {
+        let e = self.entry_at(pos);
+        let (end, value, member) = (e.end, e.stored, Member::new(e.member));
         self.len -= 1;
         if self.len == 0 {
-            self.buf = Vec::new();
-        } else {
-            self.buf.shrink_to_fit();
+            self.buf = Box::default();
+            return (member, unstored(value));
         }
-        (member, deadline_ms)
+        // The next entry's delta now counts from this entry's base.
+        let mut replaced = pos.at..end;
+        let mut with = ([0; 10], 0);
+        if end < self.buf.len() {
+            let next = self.entry_at(SmallPos {
+                at: end,
+                base: value,
+            });
+            let (_, old_n) = varint(next.stored - value);
+            replaced.end += old_n;
+            with = varint(next.stored - pos.base);
+        }
+        self.splice(replaced, &with.0[..with.1]);
+        (member, unstored(value))
     }
 
     fn pop_soonest_if(&mut self, due: impl Fn(u64) -> bool) -> Option<(Member, u64)> {
@@ -163,19 +260,19 @@ impl Store for Small {
         }
     }
 
-    fn soonest(&self) -> Option<(usize, u64)> {
-        self.entries().next().map(|e| (e.at, e.deadline_ms))
+    fn soonest(&self) -> Option<(SmallPos, u64)> {
+        self.entries().next().map(|e| (e.pos(), e.deadline_ms()))
     }
 
     fn live_len(&self, now_ms: u64) -> usize {
-        self.entries().filter(|e| e.deadline_ms > now_ms).count()
+        self.entries().filter(|e| e.deadline_ms() > now_ms).count()
     }
 
     fn iter_live(&self, now_ms: u64, rev: bool) -> Items<'_> {
         let live = self
             .entries()
-            .filter(move |e| e.deadline_ms > now_ms)
-            .map(|e| (e.member, e.deadline_ms));
+            .filter(move |e| e.deadline_ms() > now_ms)
+            .map(|e| (e.member, e.deadline_ms()));
         if rev {
             let mut all: Vec<(&[u8], u64)> = live.collect();
             all.reverse();
@@ -189,9 +286,9 @@ impl Store for Small {
         // Entries are in deadline order: skip those below, stop above.
         let inside = self
             .entries()
-            .skip_while(move |e| e.deadline_ms < lo)
-            .take_while(move |e| e.deadline_ms <= hi)
-            .map(|e| (e.member, e.deadline_ms));
+            .skip_while(move |e| e.deadline_ms() < lo)
+            .take_while(move |e| e.deadline_ms() <= hi)
+            .map(|e| (e.member, e.deadline_ms()));
         if rev {
             let mut all: Vec<(&[u8], u64)> = inside.collect();
             all.reverse();
@@ -203,12 +300,12 @@ impl Store for Small {
 
     fn count_between(&self, lo: u64, hi: u64) -> usize {
         self.entries()
-            .filter(|e| lo <= e.deadline_ms && e.deadline_ms <= hi)
+            .filter(|e| lo <= e.deadline_ms() && e.deadline_ms() <= hi)
             .count()
     }
 
     fn iter_all(&self) -> Items<'_> {
-        Box::new(self.entries().map(|e| (e.member, e.deadline_ms)))
+        Box::new(self.entries().map(|e| (e.member, e.deadline_ms())))
     }
 
     /// A small set is returned whole, whatever the cursor, with cursor 0:
@@ -218,7 +315,7 @@ impl Store for Small {
     }
 
     fn heap_bytes(&self) -> usize {
-        member::allocation_size(self.buf.capacity())
+        member::allocation_size(self.buf.len())
     }
 
     fn check_invariants(&self) {
@@ -227,14 +324,113 @@ impl Store for Small {
         let mut end = 0;
         let mut seen = std::collections::HashSet::new();
         for e in self.entries() {
-            assert!(e.end() <= self.buf.len(), "entry overruns the buffer");
-            assert!(e.deadline_ms >= prev, "deadline order");
+            assert!(e.end <= self.buf.len(), "entry overruns the buffer");
+            assert!(e.stored >= prev, "deadline order");
+            assert!(e.stored <= MAX_SMALL_DEADLINE, "deadline fits 48 bits");
             assert!(seen.insert(e.member.to_vec()), "distinct members");
-            prev = e.deadline_ms;
-            end = e.end();
+            prev = e.stored;
+            end = e.end;
             count += 1;
         }
         assert_eq!(end, self.buf.len(), "entries fill the buffer exactly");
         assert_eq!(count, self.len as usize, "len counts entries");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn varints_round_trip_at_every_length() {
+        for shift in 0..49 {
+            for v in [(1u64 << shift) - 1, 1 << shift, (1 << shift) + 1] {
+                let v = v.min(MAX_SMALL_DEADLINE);
+                let (b, n) = varint(v);
+                assert_eq!(read_varint(&b[..n]), (v, n));
+                assert_eq!(n, (64 - v.leading_zeros() as usize).div_ceil(7).max(1));
+            }
+        }
+    }
+
+    #[test]
+    fn thirty_members_a_second_apart_take_20_bytes_each() {
+        // A 6-byte first delta, then 2 bytes (deltas of 1000 ms), a length
+        // byte and 16 member bytes.
+        let mut s = Small::default();
+        for i in 0..30u64 {
+            let m = format!("member:{i:09}");
+            s.insert(m.as_bytes(), 1_800_000_000_000 + i * 1000);
+        }
+        s.check_invariants();
+        assert_eq!(s.buf.len(), 23 + 29 * 19);
+        assert_eq!(s.heap_bytes(), 640);
+    }
+
+    fn deadline() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            0u64..300,
+            (1u64 << 20)..(1 << 20) + 50,
+            (1u64 << 41)..(1 << 41) + 100_000,
+            MAX_SMALL_DEADLINE - 3..MAX_SMALL_DEADLINE,
+            Just(NO_DEADLINE),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Inserts, removals, deadline changes and pops against a vector
+        /// kept in deadline order (ties in insertion order).
+        #[test]
+        fn behaves_like_an_ordered_vec(ops in proptest::collection::vec(
+            (0u8..4, 0u8..12, deadline()), 1..200)) {
+            let mut s = Small::default();
+            let mut model: Vec<(Vec<u8>, u64)> = Vec::new();
+            let key = |m: u8| vec![b'k'; usize::from(m) * 3 % 20];
+            let place = |model: &Vec<(Vec<u8>, u64)>, d: u64| {
+                model.iter().position(|e| e.1 > d).unwrap_or(model.len())
+            };
+            for (op, m, d) in ops {
+                let k = key(m);
+                let found = model.iter().position(|e| e.0 == k);
+                prop_assert_eq!(s.find(&k).map(|(_, d)| d), found.map(|i| model[i].1));
+                match (op, found) {
+                    (0, None) => {
+                        s.insert(&k, d);
+                        let at = place(&model, d);
+                        model.insert(at, (k, d));
+                    }
+                    (1, Some(i)) => {
+                        let Some((pos, _)) = s.find(&k) else { unreachable!() };
+                        let (gone, was) = s.remove_at(pos);
+                        prop_assert_eq!(&*gone, &k[..]);
+                        prop_assert_eq!(was, model.remove(i).1);
+                    }
+                    (2, Some(i)) => {
+                        let Some((pos, _)) = s.find(&k) else { unreachable!() };
+                        s.set_deadline(pos, d);
+                        model.remove(i);
+                        let at = place(&model, d);
+                        model.insert(at, (k, d));
+                    }
+                    (3, _) => {
+                        let got = s.pop_soonest_if(|x| x <= d);
+                        let want = model.first().filter(|e| e.1 <= d).cloned();
+                        prop_assert_eq!(got.map(|(m, x)| (m.to_vec(), x)), want.clone());
+                        if want.is_some() {
+                            model.remove(0);
+                        }
+                    }
+                    _ => {}
+                }
+                s.check_invariants();
+                prop_assert_eq!(s.len(), model.len());
+                prop_assert!(s.iter_all().eq(model.iter().map(|(m, d)| (&m[..], *d))));
+            }
+            let rebuilt = Small::from_sorted(s.iter_all());
+            prop_assert_eq!(&rebuilt.buf, &s.buf);
+        }
     }
 }
