@@ -13,17 +13,6 @@ use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-/// A server with active expiry off, whose sets use the small encoding or,
-/// with `large`, the large one from the first member.
-fn server(large: bool) -> (Server, Connection) {
-    let s = Server::start_with_module_args(&[], &["active-expire", "no"]);
-    let mut c = s.conn();
-    if large {
-        let _: String = q(&mut c, c!["CONFIG", "SET", "xset.small-max-members", "0"]);
-    }
-    (s, c)
-}
-
 /// Adds `member` to `key` with the absolute deadline `at` (ms).
 fn add_at(c: &mut Connection, key: &str, member: &str, at: u64) {
     let at = at.to_string();
@@ -62,7 +51,7 @@ fn pairs(flat: Vec<Value>) -> Vec<(String, i64)> {
 #[test]
 fn deadlines_aggregate_and_replies_come_in_deadline_order() {
     for large in [false, true] {
-        let (_s, mut c) = server(large);
+        let (_s, mut c) = server_with_encoding(large);
         let base = server_ms(&mut c) + 1_000_000;
         // a: x@+300 y@never z@+100; b: x@+200 y@+500 w@+50; p: plain {x, v}.
         add_at(&mut c, "a", "x", base + 300);
@@ -137,7 +126,7 @@ fn deadlines_aggregate_and_replies_come_in_deadline_order() {
 
 #[test]
 fn missing_keys_and_wrong_types() {
-    let (_s, mut c) = server(false);
+    let (_s, mut c) = server_with_encoding(false);
     q::<i64>(&mut c, c!["XSET.ADD", "a", "x", "100", "y", "100"]);
     assert!(q::<Vec<String>>(&mut c, c!["XSET.INTER", "2", "a", "nope"]).is_empty());
     assert_eq!(
@@ -177,7 +166,7 @@ fn missing_keys_and_wrong_types() {
 
 #[test]
 fn bad_arguments_are_errors_and_change_nothing() {
-    let (_s, mut c) = server(false);
+    let (_s, mut c) = server_with_encoding(false);
     q::<i64>(&mut c, c!["XSET.ADD", "a", "x", "100"]);
     q::<i64>(&mut c, c!["SADD", "dest", "keep"]);
     let cases: &[(&[&str], &str)] = &[
@@ -252,7 +241,7 @@ fn bad_arguments_are_errors_and_change_nothing() {
 
 #[test]
 fn store_overwrites_any_type_drops_its_ttl_and_deletes_on_empty() {
-    let (_s, mut c) = server(false);
+    let (_s, mut c) = server_with_encoding(false);
     q::<i64>(&mut c, c!["XSET.ADD", "a", "x", "100", "y", "200"]);
     q::<i64>(&mut c, c!["XSET.ADD", "b", "y", "300"]);
     q::<String>(&mut c, c!["SET", "dest", "old", "EX", "1000"]);
@@ -310,7 +299,7 @@ fn wait_expired(c: &mut Connection, key: &str, member: &str) {
 
 #[test]
 fn expired_members_take_no_part() {
-    let (_s, mut c) = server(false);
+    let (_s, mut c) = server_with_encoding(false);
     let now = server_ms(&mut c);
     // Active expiry is off: "gone" stays stored, only hidden.
     add_at(&mut c, "a", "gone", now + 30);
@@ -346,7 +335,7 @@ type Model = BTreeMap<String, i64>;
 #[test]
 fn large_inputs_match_a_client_side_model() {
     for large in [false, true] {
-        let (_s, mut c) = server(large);
+        let (_s, mut c) = server_with_encoding(large);
         let base = server_ms(&mut c) + 1_000_000;
         let mut models: Vec<Model> = Vec::new();
         for (k, step) in [(0usize, 2usize), (1, 3), (2, 5)] {
@@ -568,7 +557,7 @@ fn a_replica_holds_what_the_primary_stores() {
 
 #[test]
 fn stores_notify_their_destination() {
-    let (s, mut c) = server(false);
+    let (s, mut c) = server_with_encoding(false);
     let _: String = q(&mut c, c!["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
     let mut sub = s.conn();
     let mut pubsub = sub.as_pubsub();
@@ -591,7 +580,7 @@ fn stores_notify_their_destination() {
 
 #[test]
 fn keys_are_declared_for_routing_and_acls() {
-    let (_s, mut c) = server(false);
+    let (_s, mut c) = server_with_encoding(false);
     assert_eq!(
         q::<Vec<String>>(
             &mut c,

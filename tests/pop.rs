@@ -34,21 +34,10 @@ fn set_of(v: &[Vec<u8>]) -> BTreeSet<Vec<u8>> {
     v.iter().cloned().collect()
 }
 
-/// A server whose sets use the small encoding (the default) or, with
-/// `large`, the large one from the first member.
-fn server(large: bool) -> (Server, Connection) {
-    let s = Server::start_with_module_args(&[], &["active-expire", "no"]);
-    let mut c = s.conn();
-    if large {
-        let _: String = q(&mut c, c!["CONFIG", "SET", "xset.small-max-members", "0"]);
-    }
-    (s, c)
-}
-
 #[test]
 fn randmember_follows_srandmember_count_rules() {
     for large in [false, true] {
-        let (_s, mut c) = server(large);
+        let (_s, mut c) = server_with_encoding(large);
         let all = fill(&mut c, "k", 10);
         // No count: one member, as a bulk string.
         for _ in 0..20 {
@@ -87,7 +76,7 @@ fn randmember_follows_srandmember_count_rules() {
 #[test]
 fn randmember_withttl_follows_each_member_with_its_ttl() {
     for large in [false, true] {
-        let (_s, mut c) = server(large);
+        let (_s, mut c) = server_with_encoding(large);
         let all = fill(&mut c, "k", 10);
         for count in ["4", "-7", "50"] {
             let flat: Vec<Value> = q(&mut c, c!["XSET.RANDMEMBER", "k", count, "WITHTTL"]);
@@ -118,7 +107,7 @@ fn randmember_withttl_follows_each_member_with_its_ttl() {
 
 #[test]
 fn missing_keys_wrong_types_and_bad_arguments() {
-    let (_s, mut c) = server(false);
+    let (_s, mut c) = server_with_encoding(false);
     assert_eq!(
         q::<Value>(&mut c, c!["XSET.RANDMEMBER", "nokey"]),
         Value::Nil
@@ -199,7 +188,7 @@ fn missing_keys_wrong_types_and_bad_arguments() {
 #[test]
 fn pop_at_random_removes_what_it_returns_and_the_key_when_empty() {
     for large in [false, true] {
-        let (_s, mut c) = server(large);
+        let (_s, mut c) = server_with_encoding(large);
         let all = fill(&mut c, "k", 10);
         let one: Vec<u8> = q(&mut c, c!["XSET.POP", "k"]);
         assert!(all.contains(&one));
@@ -232,7 +221,7 @@ fn pop_at_random_removes_what_it_returns_and_the_key_when_empty() {
 #[test]
 fn pop_soonest_takes_the_earliest_deadlines_and_members_without_one_last() {
     for large in [false, true] {
-        let (_s, mut c) = server(large);
+        let (_s, mut c) = server_with_encoding(large);
         q::<i64>(
             &mut c,
             c![
@@ -271,7 +260,7 @@ fn pop_soonest_takes_the_earliest_deadlines_and_members_without_one_last() {
 #[test]
 fn expired_members_are_never_returned() {
     for large in [false, true] {
-        let (_s, mut c) = server(large);
+        let (_s, mut c) = server_with_encoding(large);
         q::<i64>(
             &mut c,
             c![
@@ -310,7 +299,7 @@ fn expired_members_are_never_returned() {
 #[test]
 fn expired_members_beyond_the_reclaim_limit_are_never_returned() {
     for soonest in [false, true] {
-        let (_s, mut c) = server(false);
+        let (_s, mut c) = server_with_encoding(false);
         // Four commands each reclaim 1024, leaving 404 for the fifth.
         let mut args: Vec<String> = ["XSET.ADDEX", "k", "PX", "MEMBERS", "4500"]
             .map(String::from)

@@ -427,3 +427,15 @@ pub fn wait_replicated(pc: &mut Connection) {
         "the replica acknowledged every write"
     );
 }
+
+/// A server with active expiry off (members stay stored until a command
+/// reclaims them), whose sets use the small encoding (the default) or, with
+/// `large`, the large one from the first member.
+pub fn server_with_encoding(large: bool) -> (Server, Connection) {
+    let s = Server::start_with_module_args(&[], &["active-expire", "no"]);
+    let mut c = s.conn();
+    if large {
+        let _: String = q(&mut c, c!["CONFIG", "SET", "xset.small-max-members", "0"]);
+    }
+    (s, c)
+}
