@@ -480,6 +480,9 @@ pub fn replace_with(
         }
         return Err(e);
     }
+    if faults::hit(Fault::WriteMidway) {
+        panic!("fault injected in a store, before its propagation");
+    }
     if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) {
         rebuild_commands(set, |cmd, args| {
             propagate(ctx, &cmd.to_string_lossy(), dest, args);

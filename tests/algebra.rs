@@ -659,3 +659,25 @@ fn keys_are_declared_for_routing_and_acls() {
     assert!(err(&mut c, c!["XSET.INTERSTORE", "d2", "1", "d1"]).starts_with("NOPERM"));
     assert!(err(&mut c, c!["XSET.UNIONSTORE", "a2", "1", "a1"]).starts_with("NOPERM"));
 }
+
+#[test]
+fn a_store_that_panics_is_repaired_on_its_destination() {
+    let (_p, _r, mut pc, mut rc) = primary_and_replica();
+    q::<i64>(&mut pc, c!["XSET.ADD", "a", "x", "100", "y", "200"]);
+    q::<i64>(&mut pc, c!["XSET.ADD", "b", "z", "300"]);
+    q::<i64>(&mut pc, c!["XSET.ADD", "d", "old", "400"]);
+    q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "write-midway"]);
+    // The stored set is in place but unpropagated when the panic hits: the
+    // guard re-sends the destination whole.
+    let e = err(&mut pc, c!["XSET.UNIONSTORE", "d", "2", "a", "b"]);
+    q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "off"]);
+    assert!(e.starts_with("ERR internal error"), "{e}");
+    assert_eq!(
+        q::<Vec<String>>(&mut pc, c!["XSET.MEMBERS", "d"]),
+        ["x", "y", "z"]
+    );
+    wait_replicated(&mut pc);
+    let digest = |c: &mut Connection| q::<Vec<String>>(c, c!["DEBUG", "DIGEST-VALUE", "d"]);
+    assert_eq!(digest(&mut rc), digest(&mut pc));
+    assert_eq!(snapshot(&mut rc, "d"), snapshot(&mut pc, "d"));
+}
