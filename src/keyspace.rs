@@ -369,16 +369,17 @@ pub enum Kind {
 /// Runs `body` on the operands of an algebra command, one per key in
 /// order: an xset, a plain Redis set (its members copied out, without
 /// deadlines), or a missing key. Every key is type-checked first: any
-/// other type is `WRONGTYPE` before anything is copied. `copy` says which
-/// plain sets to copy (given the kinds of all keys): one the operation can
-/// answer without, such as any key of an intersection that has a missing
-/// key, stays an empty operand; a key named twice is copied once.
+/// other type is `WRONGTYPE` before anything is copied. `copy` says, from
+/// the kinds of all keys, whether plain sets are needed at all: when the
+/// operation's result is empty whatever they hold (an intersection with a
+/// missing key), they stay empty operands. A key named twice is copied
+/// once.
 /// Read-only: due members are hidden by the core's `now_ms` filters, not
 /// reclaimed (an exception to this file's rule for single-key commands).
 pub fn with_operands<R>(
     ctx: &Context,
     keys: &[RedisString],
-    copy: impl Fn(&[Kind], usize) -> bool,
+    copy: impl Fn(&[Kind]) -> bool,
     body: impl FnOnce(&[Input<'_>]) -> R,
 ) -> Result<R, RedisError> {
     let mut handles = Vec::with_capacity(keys.len());
@@ -395,23 +396,25 @@ pub fn with_operands<R>(
         });
         handles.push(handle);
     }
-    // Plain sets copied, each distinct key once: index of the first key of
-    // that name -> its members.
-    let mut copies: Vec<(usize, PlainSet)> = Vec::new();
+    // Plain sets copied, each distinct key once, at the position of its
+    // first occurrence; later occurrences share that copy.
+    let first_of: Vec<usize> = (0..keys.len())
+        .map(|i| {
+            keys[..i]
+                .iter()
+                .position(|k| k.as_slice() == keys[i].as_slice())
+                .unwrap_or(i)
+        })
+        .collect();
+    let wanted = copy(&kinds);
+    let mut copies: Vec<Option<PlainSet>> = (0..keys.len()).map(|_| None).collect();
     for (i, key) in keys.iter().enumerate() {
-        if kinds[i] != Kind::Plain || !copy(&kinds, i) {
-            continue;
-        }
-        let first = keys[..i]
-            .iter()
-            .position(|k| k.as_slice() == key.as_slice())
-            .unwrap_or(i);
-        if first == i {
+        if wanted && kinds[i] == Kind::Plain && first_of[i] == i {
             let mut members = PlainSet::new();
             server::for_each_set_member(ctx, key, |m| {
                 members.insert(m.to_vec());
             });
-            copies.push((i, members));
+            copies[i] = Some(members);
         }
     }
     let empty = PlainSet::new();
@@ -422,16 +425,7 @@ pub fn with_operands<R>(
                 Ok(Some(set)) => Input::Xset(set),
                 _ => return Err(RedisError::WrongType),
             },
-            Kind::Plain => {
-                let first = keys[..=i]
-                    .iter()
-                    .position(|k| k.as_slice() == keys[i].as_slice())
-                    .unwrap_or(i);
-                copies
-                    .iter()
-                    .find(|(at, _)| *at == first)
-                    .map_or(Input::Plain(&empty), |(_, m)| Input::Plain(m))
-            }
+            Kind::Plain => Input::Plain(copies[first_of[i]].as_ref().unwrap_or(&empty)),
             Kind::Missing => Input::Missing,
         });
     }

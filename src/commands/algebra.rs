@@ -38,10 +38,10 @@ impl Op {
         }
     }
 
-    /// Whether the plain set at key `i` must be copied for this operation:
-    /// not when the result is empty whatever it holds (an intersection
-    /// with a missing key, a difference from a missing first key).
-    fn needs(self, kinds: &[Kind], _i: usize) -> bool {
+    /// Whether plain-set operands must be copied for this operation: not
+    /// when the result is empty whatever they hold (an intersection with a
+    /// missing key, a difference from a missing first key).
+    fn needs_plain_sets(self, kinds: &[Kind]) -> bool {
         match self {
             Op::Inter => !kinds.contains(&Kind::Missing),
             Op::Union => true,
@@ -92,7 +92,7 @@ fn read(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResul
     with_operands(
         ctx,
         keys,
-        |k, i| op.needs(k, i),
+        |k| op.needs_plain_sets(k),
         |inputs| {
             let mut members = op.run(inputs, clock.now_ms);
             algebra::sort_by_deadline(&mut members);
@@ -124,7 +124,7 @@ fn store(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResu
     let result = with_operands(
         ctx,
         keys,
-        |k, i| op.needs(k, i),
+        |k| op.needs_plain_sets(k),
         |inputs| algebra::collect(limits, op.run(inputs, clock.now_ms)),
     )?;
     Ok(int(replace_with(ctx, &args[1], result, op.store_event())?))
@@ -179,7 +179,7 @@ pub fn xset_intercard(ctx: &Context, args: &[RedisString], clock: Clock) -> Redi
     with_operands(
         ctx,
         keys,
-        |k, i| Op::Inter.needs(k, i),
+        |k| Op::Inter.needs_plain_sets(k),
         |inputs| int(algebra::inter(inputs, clock.now_ms, limit).len()),
     )
 }
