@@ -100,84 +100,116 @@ impl SmallEntry<'_> {
     }
 }
 
-impl Small {
-    fn entry_at(&self, pos: SmallPos) -> SmallEntry<'_> {
-        let (delta, n) = read_varint(&self.buf[pos.at..]);
-        let len = self.buf[pos.at + n] as usize;
-        let start = pos.at + n + 1;
-        SmallEntry {
-            at: pos.at,
-            base: pos.base,
-            stored: pos.base + delta,
-            member: &self.buf[start..start + len],
-            end: start + len,
+/// The entry of `buf` at `pos`.
+fn entry_at(buf: &[u8], pos: SmallPos) -> SmallEntry<'_> {
+    let (delta, n) = read_varint(&buf[pos.at..]);
+    let len = buf[pos.at + n] as usize;
+    let start = pos.at + n + 1;
+    SmallEntry {
+        at: pos.at,
+        base: pos.base,
+        stored: pos.base + delta,
+        member: &buf[start..start + len],
+        end: start + len,
+    }
+}
+
+/// The entries of `buf` from `pos` on.
+fn entries_from(buf: &[u8], mut pos: SmallPos) -> impl Iterator<Item = SmallEntry<'_>> + '_ {
+    std::iter::from_fn(move || {
+        if pos.at >= buf.len() {
+            return None;
         }
-    }
-
-    fn entries(&self) -> impl Iterator<Item = SmallEntry<'_>> + '_ {
-        let mut pos = SmallPos { at: 0, base: 0 };
-        std::iter::from_fn(move || {
-            if pos.at >= self.buf.len() {
-                return None;
-            }
-            let e = self.entry_at(pos);
-            pos = SmallPos {
-                at: e.end,
-                base: e.stored,
-            };
-            Some(e)
-        })
-    }
-
-    /// Replaces `buf[range]` by `with`, growing or shrinking the buffer to
-    /// exactly its new length, as listpacks do: the allocator's size
-    /// classes leave the only slack.
-    fn splice(&mut self, range: std::ops::Range<usize>, with: &[u8]) {
-        let mut buf = std::mem::take(&mut self.buf).into_vec();
-        let new_len = buf.len() - range.len() + with.len();
-        buf.reserve_exact(new_len.saturating_sub(buf.len()));
-        buf.splice(range, with.iter().copied());
-        self.buf = buf.into_boxed_slice();
-    }
-
-    /// Writes an entry for `member` at `deadline_ms` at `pos`, before the
-    /// entry there (if any), whose delta is recomputed from the new one.
-    fn write_at(&mut self, pos: SmallPos, member: &[u8], deadline_ms: u64) {
-        let value = stored(deadline_ms);
-        let (delta, n) = varint(value - pos.base);
-        let mut bytes = Vec::with_capacity(n + 1 + member.len() + 7);
-        bytes.extend_from_slice(&delta[..n]);
-        // The owner converts to the large encoding before a member longer
-        // than 255 bytes or a deadline past 48 bits could arrive here.
-        bytes.push(member.len() as u8);
-        bytes.extend_from_slice(member);
-        let mut replaced = pos.at..pos.at;
-        if pos.at < self.buf.len() {
-            let next = self.entry_at(pos);
-            let (old, old_n) = varint(next.stored - pos.base);
-            let (new, new_n) = varint(next.stored - value);
-            debug_assert_eq!(&self.buf[pos.at..pos.at + old_n], &old[..old_n]);
-            bytes.extend_from_slice(&new[..new_n]);
-            replaced = pos.at..pos.at + old_n;
-        }
-        self.splice(replaced, &bytes);
-    }
-
-    /// Where an entry with `deadline_ms` goes: after every entry that is due
-    /// no later.
-    fn insertion_point(&self, deadline_ms: u64) -> SmallPos {
-        let value = stored(deadline_ms);
-        let mut end = SmallPos {
-            at: self.buf.len(),
-            base: 0,
+        let e = entry_at(buf, pos);
+        pos = SmallPos {
+            at: e.end,
+            base: e.stored,
         };
-        for e in self.entries() {
-            if e.stored > value {
-                return e.pos();
-            }
-            end.base = e.stored;
+        Some(e)
+    })
+}
+
+/// Where in `buf` an entry with stored deadline `value` goes, searching
+/// from `from` (an entry due no later than `value`, or the start): after
+/// every entry that is due no later.
+fn insertion_point(buf: &[u8], from: SmallPos, value: u64) -> SmallPos {
+    let mut end = SmallPos {
+        at: buf.len(),
+        base: from.base,
+    };
+    for e in entries_from(buf, from) {
+        if e.stored > value {
+            return e.pos();
         }
-        end
+        end.base = e.stored;
+    }
+    end
+}
+
+/// The most bytes one entry takes: a 48-bit delta, the length, the member.
+const MAX_ENTRY: usize = 7 + 1 + 255;
+
+/// Writes into `buf` an entry for `member` with stored deadline `value` at
+/// `pos`, before the entry there (if any), whose delta is recomputed from
+/// the new one. Grows `buf` by exactly what it needs; the entry is built on
+/// the stack, so nothing else is allocated.
+fn write_entry(buf: &mut Vec<u8>, pos: SmallPos, member: &[u8], value: u64) {
+    let mut bytes = [0u8; MAX_ENTRY + 7];
+    let (delta, n) = varint(value - pos.base);
+    bytes[..n].copy_from_slice(&delta[..n]);
+    // The owner converts to the large encoding before a member longer
+    // than 255 bytes or a deadline past 48 bits could arrive here.
+    bytes[n] = member.len() as u8;
+    let mut len = n + 1 + member.len();
+    bytes[n + 1..len].copy_from_slice(member);
+    let mut replaced = pos.at..pos.at;
+    if pos.at < buf.len() {
+        let next = entry_at(buf, pos);
+        let (_, old_n) = varint(next.stored - pos.base);
+        let (new, new_n) = varint(next.stored - value);
+        bytes[len..len + new_n].copy_from_slice(&new[..new_n]);
+        len += new_n;
+        replaced = pos.at..pos.at + old_n;
+    }
+    buf.reserve_exact(len.saturating_sub(replaced.len()));
+    buf.splice(replaced, bytes[..len].iter().copied());
+}
+
+/// Cuts the entry at `pos` out of `buf` (which keeps its capacity); the
+/// next entry's delta then counts from `pos.base`.
+fn unlink_entry(buf: &mut Vec<u8>, pos: SmallPos) {
+    let e = entry_at(buf, pos);
+    let (end, value) = (e.end, e.stored);
+    let mut replaced = pos.at..end;
+    let mut with = ([0; 10], 0);
+    if end < buf.len() {
+        let next = entry_at(
+            buf,
+            SmallPos {
+                at: end,
+                base: value,
+            },
+        );
+        let (_, old_n) = varint(next.stored - value);
+        replaced.end += old_n;
+        with = varint(next.stored - pos.base);
+    }
+    buf.splice(replaced, with.0[..with.1].iter().copied());
+}
+
+impl Small {
+    fn entries(&self) -> impl Iterator<Item = SmallEntry<'_>> + '_ {
+        entries_from(&self.buf, SmallPos { at: 0, base: 0 })
+    }
+
+    /// Runs `edit` on the buffer as a vector, then fits the buffer to its
+    /// new length exactly, as listpacks do: the allocator's size classes
+    /// leave the only slack (a change within one class reallocates in
+    /// place).
+    fn edit(&mut self, edit: impl FnOnce(&mut Vec<u8>)) {
+        let mut buf = std::mem::take(&mut self.buf).into_vec();
+        edit(&mut buf);
+        self.buf = buf.into_boxed_slice();
     }
 
     /// The longest member stored.
@@ -218,38 +250,50 @@ impl Store for Small {
             .map(|e| (e.pos(), e.deadline_ms()))
     }
 
+    /// In place: the entry is cut out and written back at its new place,
+    /// its member copied aside on the stack; one reallocation at most.
     fn set_deadline(&mut self, pos: SmallPos, deadline_ms: u64) {
-        let (member, _) = self.remove_at(pos);
-        self.insert(&member, deadline_ms);
+        let e = entry_at(&self.buf, pos);
+        let (old, value) = (e.stored, stored(deadline_ms));
+        if old == value {
+            return;
+        }
+        let mut member = [0u8; 255];
+        let member = {
+            let m = &mut member[..e.member.len()];
+            m.copy_from_slice(e.member);
+            &*m
+        };
+        self.edit(|buf| {
+            unlink_entry(buf, pos);
+            // A later deadline goes after the entries that preceded the
+            // old place, so the search starts there.
+            let from = if value >= old {
+                pos
+            } else {
+                SmallPos { at: 0, base: 0 }
+            };
+            let at = insertion_point(buf, from, value);
+            write_entry(buf, at, member, value);
+        });
     }
 
     fn insert(&mut self, member: &[u8], deadline_ms: u64) {
-        let at = self.insertion_point(deadline_ms);
-        self.write_at(at, member, deadline_ms);
+        let value = stored(deadline_ms);
+        let at = insertion_point(&self.buf, SmallPos { at: 0, base: 0 }, value);
+        self.edit(|buf| write_entry(buf, at, member, value));
         self.len += 1;
     }
 
     fn remove_at(&mut self, pos: SmallPos) -> (Member, u64) {
-        let e = self.entry_at(pos);
-        let (end, value, member) = (e.end, e.stored, Member::new(e.member));
+        let e = entry_at(&self.buf, pos);
+        let (value, member) = (e.stored, Member::new(e.member));
         self.len -= 1;
         if self.len == 0 {
             self.buf = Box::default();
-            return (member, unstored(value));
+        } else {
+            self.edit(|buf| unlink_entry(buf, pos));
         }
-        // The next entry's delta now counts from this entry's base.
-        let mut replaced = pos.at..end;
-        let mut with = ([0; 10], 0);
-        if end < self.buf.len() {
-            let next = self.entry_at(SmallPos {
-                at: end,
-                base: value,
-            });
-            let (_, old_n) = varint(next.stored - value);
-            replaced.end += old_n;
-            with = varint(next.stored - pos.base);
-        }
-        self.splice(replaced, &with.0[..with.1]);
         (member, unstored(value))
     }
 
@@ -411,9 +455,13 @@ mod tests {
                     (2, Some(i)) => {
                         let Some((pos, _)) = s.find(&k) else { unreachable!() };
                         s.set_deadline(pos, d);
-                        model.remove(i);
-                        let at = place(&model, d);
-                        model.insert(at, (k, d));
+                        // An unchanged deadline keeps the member's place
+                        // among its ties.
+                        if stored(model[i].1) != stored(d) {
+                            model.remove(i);
+                            let at = place(&model, d);
+                            model.insert(at, (k, d));
+                        }
                     }
                     (3, _) => {
                         let got = s.pop_soonest_if(|x| x <= d);
