@@ -186,7 +186,9 @@ pub fn with_write(
     let mut fresh: Option<XSet> = None;
     let set: &mut XSet = match existing {
         Some(set) => {
-            if clock.primary {
+            // Nothing is due unless the earliest deadline has passed: the
+            // usual write skips the drain without touching the store again.
+            if clock.primary && tracked.flatten().is_some_and(|d| d <= clock.now_ms) {
                 let n = reclaim_due(ctx, key, set, clock.now_ms, LAZY_RECLAIM_LIMIT);
                 stats::record_lazy(n);
             }

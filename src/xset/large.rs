@@ -189,7 +189,7 @@ impl Large {
         self.slots[slot as usize] = Some(entry);
         let hashes = Large::slot_hashes(&self.slots, &self.hasher);
         self.table.insert(hash, slot, hashes);
-        self.by_deadline.push_last((deadline_ms, slot));
+        self.by_deadline.insert((deadline_ms, slot));
         self.len += 1;
         true
     }

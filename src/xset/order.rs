@@ -61,7 +61,13 @@ fn packed((deadline, slot): Key) -> u128 {
 fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
     /// Gallop steps (1, 2, 4, 8, 16 keys away) before bisecting the rest.
     const GALLOP: u32 = 5;
-    if n == 0 || t <= at(0) {
+    /// Up to this many keys a plain bisection (four steps) beats the
+    /// division an interpolated guess costs.
+    const BISECT_UP_TO: usize = 16;
+    if n <= BISECT_UP_TO {
+        return partition(0, n, |i| at(i) < t);
+    }
+    if t <= at(0) {
         return 0;
     }
     let (first, last) = (at(0), at(n - 1));
@@ -112,17 +118,22 @@ fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
 }
 
 /// The first index in `lo..hi` where `below` is false (`hi` if none), for a
-/// `below` that is true then false across the range: a binary search.
-fn partition(mut lo: usize, mut hi: usize, below: impl Fn(usize) -> bool) -> usize {
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if below(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+/// `below` that is true then false across the range: a binary search
+/// without branches on the comparisons (a conditional move each step), so
+/// a search over cached keys pays no mispredictions.
+fn partition(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
+    let (mut base, mut size) = (lo, hi.saturating_sub(lo));
+    if size == 0 {
+        return lo;
     }
-    lo
+    // The answer stays in base..=base + size.
+    while size > 1 {
+        let half = size / 2;
+        let mid = base + half;
+        base = std::hint::select_unpredictable(below(mid), mid, base);
+        size -= half;
+    }
+    base + usize::from(below(base))
 }
 
 /// The pairs of one leaf: 12 bytes each (deadline high and low halves,
@@ -396,7 +407,17 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             self.chunks.push_back(chunk);
             return;
         }
-        let (c, l) = self.locate(key);
+        // A key above every other one (a new member or a refresh with the
+        // usual TTL, a loader feeding deadline order) goes into the last
+        // leaf with no search for its leaf or chunk.
+        let c = self.chunks.len() - 1;
+        let l = self.chunks[c].leaves.len() - 1;
+        let last = &self.chunks[c].leaves[l];
+        let (c, l) = if key > last.key(last.len() - 1) {
+            (c, l)
+        } else {
+            self.locate(key)
+        };
         self.insert_in(c, l, key);
     }
 
@@ -405,7 +426,13 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let chunk = &mut self.chunks[c];
         chunk.len += 1;
         let leaf = &mut chunk.leaves[l];
-        let pos = leaf.rank(key);
+        // Appending past the last pair (a refresh with the usual TTL, a
+        // loader) needs no search.
+        let pos = if leaf.len() > 0 && key > leaf.key(leaf.len() - 1) {
+            leaf.len()
+        } else {
+            leaf.rank(key)
+        };
         debug_assert!(pos == leaf.len() || leaf.key(pos) != key);
         if leaf.len() < LEAF_CAP {
             leaf.insert_at(pos, key);
@@ -456,23 +483,6 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         if chunk.leaves.len() > CHUNK {
             self.split_chunk(c, l + 1);
         }
-    }
-
-    /// Adds `key`, which must not be present, for a caller that adds keys
-    /// in increasing order (a loader): a key above every other one goes
-    /// into the last leaf with no search for its leaf or chunk. Any other
-    /// key takes [`DeadlineIndex::insert`].
-    pub fn push_last(&mut self, key: Key) {
-        if let Some(c) = self.chunks.len().checked_sub(1) {
-            let l = self.chunks[c].leaves.len() - 1;
-            let last = &self.chunks[c].leaves[l];
-            if packed(key) > last.packed(last.len() - 1) {
-                self.len += 1;
-                self.insert_in(c, l, key);
-                return;
-            }
-        }
-        self.insert(key);
     }
 
     /// Splits chunk `c`, just grown past [`CHUNK_CAP`] by new leaf `new`:
