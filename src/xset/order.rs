@@ -129,8 +129,9 @@ fn partition(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
     // The answer stays in base..=base + size.
     while size > 1 {
         let half = size / 2;
-        let mid = base + half;
-        base = std::hint::select_unpredictable(below(mid), mid, base);
+        // base + half when below, else base: arithmetic, not a branch
+        // (the compiler turns a select on a u128 comparison into one).
+        base += half * usize::from(below(base + half));
         size -= half;
     }
     base + usize::from(below(base))
@@ -184,10 +185,6 @@ impl Leaf {
         ((u64::from(hi) << 32) | u64::from(lo), slot)
     }
 
-    fn packed(&self, i: usize) -> u128 {
-        packed(self.key(i))
-    }
-
     /// Copies pair 0 into the header after the front changed.
     fn refresh_first(&mut self) {
         if self.len > 0 {
@@ -207,8 +204,10 @@ impl Leaf {
             touched ^= rec[2];
         }
         std::hint::black_box(touched);
-        let t = packed(key);
-        partition(0, n, |i| self.packed(i) < t)
+        // Records compare as their big-endian words: deadline high, low,
+        // slot.
+        let t = Leaf::record(key);
+        self.recs[s..s + n].partition_point(|r| *r < t)
     }
 
     fn record((deadline, slot): Key) -> [u32; 3] {
@@ -407,13 +406,14 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             self.chunks.push_back(chunk);
             return;
         }
-        // A key above every other one (a new member or a refresh with the
-        // usual TTL, a loader feeding deadline order) goes into the last
-        // leaf with no search for its leaf or chunk.
+        // A key at or after the last leaf's first pair (a new member or a
+        // refresh with the usual TTL, which ties with the last deadlines
+        // when many arrive in one millisecond; a loader feeding deadline
+        // order) goes into the last leaf with no search for its leaf or
+        // chunk.
         let c = self.chunks.len() - 1;
         let l = self.chunks[c].leaves.len() - 1;
-        let last = &self.chunks[c].leaves[l];
-        let (c, l) = if key > last.key(last.len() - 1) {
+        let (c, l) = if key >= self.chunks[c].leaves[l].first() {
             (c, l)
         } else {
             self.locate(key)
