@@ -12,6 +12,7 @@ show medians over runs and ratios to the native baseline of the same run:
   memory      bytes per 16-byte member: SET, ZSET, xset, key per member
   expiry      1M members due at once: time to reclaim, PING latency meanwhile
   verbs       one call of each set verb (algebra, windows, pop) on 1k and 1M
+  instructions  server instructions per command under callgrind (noise-free)
 
 Python 3.11 standard library only.
 """
@@ -159,22 +160,23 @@ def free_port():
 class Server:
     """A redis-server with xset loaded, on a free loopback port."""
 
-    def __init__(self, data_dir=None, module=True, floor=True):
+    def __init__(self, data_dir=None, module=True, floor=True, wrapper=(), start_s=5):
         """Starts in `data_dir` (loading its dump.rdb) or a fresh temp dir;
         either is removed on stop. `module=False` starts a plain server;
-        `floor=False` leaves the floor module out."""
+        `floor=False` leaves the floor module out; `wrapper` runs the server
+        under a tool (valgrind), which may take `start_s` to answer."""
         self.port = free_port()
         self.dir = data_dir or tempfile.mkdtemp(prefix="xset-bench-")
         self.log = os.path.join(self.dir, "redis.log")
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            [*wrapper, "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.dir,
              "--enable-debug-command", "local", "--logfile", self.log]
             + (["--loadmodule", MODULE] if module else [])
             + (["--loadmodule", FLOOR] if module and floor else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         SERVERS.append(self)
-        for _ in range(500):
+        for _ in range(int(start_s * 100)):
             try:
                 c = Conn(self.port)
                 if c.call("PING") == "PONG":
@@ -184,7 +186,7 @@ class Server:
                 pass
             self.check()
             time.sleep(0.01)
-        raise RuntimeError("redis-server did not answer PING in 5 s")
+        raise RuntimeError(f"redis-server did not answer PING in {start_s} s")
 
     def rdb_load_seconds(self):
         """What the server logged for its start-up RDB load."""
@@ -265,6 +267,7 @@ def commands(many_keys, sha):
              ("push (EVALSHA)", f"EVALSHA {sha} 1 zp{k} __rand_int__ 3600000")],
             [("SISMEMBER", f"SISMEMBER s{k} __rand_int__"),
              ("XSET.HAS", f"XSET.HAS x{k} __rand_int__"),
+             ("floor read", f"FLOOR.HAS f{k} __rand_int__"),
              ("ZSCORE", f"ZSCORE z{k} __rand_int__"),
              ("EXISTS/member", f"EXISTS m{k}:__rand_int__")])
 
@@ -397,6 +400,86 @@ def bench_throughput(args):
 
 STRUCTS = ["SET", "ZSET", "xset", "key per member"]
 
+
+# ---------------------------------------------------------------- instructions
+
+def callgrind_costs(path, n):
+    """Per-op instruction counts from a callgrind profile of `n` commands:
+    the whole server, RM_Replicate (inclusive), the module's command
+    callback (inclusive) and xset's own code (self cost of libxset.so)."""
+    def annotate(inclusive):
+        return subprocess.run(["callgrind_annotate", f"--inclusive={inclusive}", "--threshold=100",
+                               path], capture_output=True, text=True, check=True).stdout
+    def ir(line):
+        return int(line.split()[0].replace(",", ""))
+    costs = dict(total=0, replicate=0, command=0, xset_self=0)
+    for line in annotate("yes").splitlines():
+        if "PROGRAM TOTALS" in line:
+            costs["total"] = ir(line)
+        elif ":RM_Replicate " in line:
+            costs["replicate"] = ir(line)
+        elif any(f in line for f in ("xset::ffi::command::trampoline ", ":FloorAdd ", ":FloorHas ")):
+            costs["command"] += ir(line)
+    for line in annotate("no").splitlines():
+        if line.rstrip().endswith("libxset.so]"):
+            costs["xset_self"] += ir(line)
+    return {k: v / n for k, v in costs.items()}
+
+
+def bench_instructions(args):
+    """Instructions the server runs per command, counted by callgrind: a
+    figure a shared, noisy machine cannot move, and a breakdown of where
+    XSET.ADD spends them beside the floor's."""
+    if not (shutil.which("valgrind") and shutil.which("callgrind_control")):
+        log("valgrind is missing (apt-get install valgrind): section skipped")
+        return None
+    n, r = (20_000 if args.quick else 100_000), 1000
+    cmds = [("SADD", "SADD s __rand_int__"), ("XSET.ADD", "XSET.ADD x __rand_int__ 3600"),
+            ("floor", "FLOOR.ADD f __rand_int__ 3600"), ("SISMEMBER", "SISMEMBER s __rand_int__"),
+            ("XSET.HAS", "XSET.HAS x __rand_int__"), ("floor read", "FLOOR.HAS f __rand_int__")]
+    res = {}
+    for name, cmd in cmds:
+        out = tempfile.mktemp(prefix="xset-callgrind-")
+        srv = Server(wrapper=["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                              f"--callgrind-out-file={out}"], start_s=120)
+        try:
+            preload(srv, r, False)
+            pid = str(srv.proc.pid)
+            subprocess.run(["callgrind_control", "-i", "on", pid], capture_output=True, check=True)
+            redis_benchmark(srv, cmd, r, n, 16)
+            subprocess.run(["callgrind_control", "-i", "off", pid], capture_output=True, check=True)
+            try:
+                srv.ctl.call("SHUTDOWN", "NOSAVE")
+            except (OSError, RuntimeError):
+                pass                      # the connection closes as it exits
+            srv.proc.wait(timeout=300)    # callgrind writes its profile on exit
+            res[name] = callgrind_costs(out, n)
+            log(f"{name}: {res[name]['total']:.0f} instructions/op")
+        finally:
+            srv.stop()
+            if os.path.exists(out):
+                os.remove(out)
+    fmt = lambda v: f"{v:,.0f}"
+    rows = []
+    for name, base in (("SADD", "SADD"), ("XSET.ADD", "SADD"), ("floor", "SADD"),
+                       ("SISMEMBER", "SISMEMBER"), ("XSET.HAS", "SISMEMBER"),
+                       ("floor read", "SISMEMBER")):
+        c = res[name]
+        rows.append([name, fmt(c["total"]), f"{c['total'] / res[base]['total']:.2f}",
+                     (f"{c['total'] / res['floor']['total']:.2f}" if name == "XSET.ADD" else
+                      f"{c['total'] / res['floor read']['total']:.2f}" if name == "XSET.HAS" else ""),
+                     fmt(c["command"]) if c["command"] else "", fmt(c["replicate"]) if c["replicate"] else "",
+                     fmt(c["xset_self"]) if c["xset_self"] >= 1 else ""])
+    table(f"Server instructions per command (callgrind; 1 key x 1k, -P 16, {human(n)} commands)",
+          ["command", "instr/op", "vs native", "vs floor", "module callback", "RM_Replicate",
+           "xset's own code"], rows,
+          ["instr/op: every user-space instruction of the server per command (parsing, "
+           "lookup, module dispatch, propagation, reply; the kernel's networking is not counted).",
+           "module callback: inclusive cost of the module's command function (xset's trampoline, "
+           "FLOOR.ADD's and FLOOR.HAS's C functions), RM_Replicate and every server call in it included.",
+           "xset's own code: instructions in libxset.so itself (hashing, the deadline index, "
+           "parsing, dispatch); the rest of its callback is server API calls."])
+    return res
 
 def load_memory(srv, struct, size, nkeys):
     now, cmds = int(time.time() * 1000), []
@@ -873,7 +956,7 @@ def main():
     p.add_argument("--quick", action="store_true", help="smaller sizes, 1 run (smoke test)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--only", choices=["throughput", "big", "memory", "expiry", "rdb", "load",
-                                      "verbs"])
+                                      "verbs", "instructions"])
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--expiry-lead", type=float, default=3.0,
                    help="seconds from the start of loading to the deadline (default 3)")
@@ -895,7 +978,7 @@ def main():
                   quick=args.quick, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     sections = {"throughput": bench_throughput, "big": bench_big, "memory": bench_memory,
                 "expiry": bench_expiry, "rdb": bench_rdb, "load": bench_load,
-                "verbs": bench_verbs}
+                "verbs": bench_verbs, "instructions": bench_instructions}
     try:
         for name, fn in sections.items():
             if args.only in (None, name):

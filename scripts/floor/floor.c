@@ -2,8 +2,10 @@
  * The module floor for scripts/bench: the least any module write command with
  * XSET.ADD's shape pays on this server. FLOOR.ADD key member ttl parses the
  * TTL, opens the key for writing, propagates an absolute form
- * (FLOOR.ADD key member <unix-ms deadline>, as xset must) and replies 0. It
- * stores nothing. Built by scripts/bench with the redismodule.h that the
+ * (FLOOR.ADD key member <unix-ms deadline>, as xset must) and replies 0.
+ * FLOOR.HAS key member is the read floor: it opens the key for reading and
+ * replies 0, what any module membership test pays before it looks. Neither
+ * stores anything. Built by scripts/bench with the redismodule.h that the
  * redis-module crate ships; never loaded outside the benchmark.
  */
 #include <stdlib.h>
@@ -22,12 +24,22 @@ static int FloorAdd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return RedisModule_ReplyWithLongLong(ctx, 0);
 }
 
+static int FloorHas(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ);
+    RedisModule_CloseKey(key);
+    return RedisModule_ReplyWithLongLong(ctx, 0);
+}
+
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     (void)argv;
     (void)argc;
     if (RedisModule_Init(ctx, "floor", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR)
         return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "floor.add", FloorAdd, "write deny-oom fast", 1, 1, 1) ==
+        REDISMODULE_ERR)
+        return REDISMODULE_ERR;
+    if (RedisModule_CreateCommand(ctx, "floor.has", FloorHas, "readonly fast", 1, 1, 1) ==
         REDISMODULE_ERR)
         return REDISMODULE_ERR;
     return REDISMODULE_OK;
