@@ -267,7 +267,7 @@ def commands(many_keys, sha):
              ("push (EVALSHA)", f"EVALSHA {sha} 1 zp{k} __rand_int__ 3600000")],
             [("SISMEMBER", f"SISMEMBER s{k} __rand_int__"),
              ("XSET.HAS", f"XSET.HAS x{k} __rand_int__"),
-             ("floor read", f"FLOOR.HAS f{k} __rand_int__"),
+             ("floor read", f"FLOOR.HAS s{k} __rand_int__"),
              ("ZSCORE", f"ZSCORE z{k} __rand_int__"),
              ("EXISTS/member", f"EXISTS m{k}:__rand_int__")])
 
@@ -436,7 +436,7 @@ def bench_instructions(args):
     n, r = (20_000 if args.quick else 100_000), 1000
     cmds = [("SADD", "SADD s __rand_int__"), ("XSET.ADD", "XSET.ADD x __rand_int__ 3600"),
             ("floor", "FLOOR.ADD f __rand_int__ 3600"), ("SISMEMBER", "SISMEMBER s __rand_int__"),
-            ("XSET.HAS", "XSET.HAS x __rand_int__"), ("floor read", "FLOOR.HAS f __rand_int__")]
+            ("XSET.HAS", "XSET.HAS x __rand_int__"), ("floor read", "FLOOR.HAS s __rand_int__")]
     res = {}
     for name, cmd in cmds:
         out = tempfile.mktemp(prefix="xset-callgrind-")

@@ -4,7 +4,8 @@
  * TTL, opens the key for writing, propagates an absolute form
  * (FLOOR.ADD key member <unix-ms deadline>, as xset must) and replies 0.
  * FLOOR.HAS key member is the read floor: it opens the key for reading and
- * replies 0, what any module membership test pays before it looks. Neither
+ * replies 0, what any module membership test pays before it looks (the
+ * bench points it at the native set it measures SISMEMBER on). Neither
  * stores anything. Built by scripts/bench with the redismodule.h that the
  * redis-module crate ships; never loaded outside the benchmark.
  */
