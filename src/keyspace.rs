@@ -289,6 +289,10 @@ pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Rep
             rebuild_commands(set, |cmd, args| {
                 propagate(ctx, &cmd.to_string_lossy(), key, args);
             });
+            // The DEL dropped the key's own TTL on the replicas.
+            if let Some(at_ms) = server::key_expires_at(ctx, key) {
+                propagate(ctx, "PEXPIREAT", key, &[at_ms.to_string().as_bytes()]);
+            }
         }
         let deadline_ms = set.next_deadline();
         tracking::with(|t| {

@@ -172,6 +172,8 @@ fn a_fault_in_an_aof_rewrite_fails_the_rewrite_not_the_server() {
 fn a_fault_midway_through_a_write_resends_the_key_whole() {
     let (p, _r, mut pc, mut rc) = primary_and_replica();
     q::<i64>(&mut pc, c!["XSET.ADD", "k", "a", "100", "b", "200"]);
+    // The key's own TTL goes along with the re-sent set.
+    q::<i64>(&mut pc, c!["PEXPIREAT", "k", "32503680000000"]);
     assert_eq!(
         q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "write-midway"]),
         "OK"
@@ -200,6 +202,9 @@ fn a_fault_midway_through_a_write_resends_the_key_whole() {
     assert_eq!(snapshot(&mut rc, "k"), snapshot(&mut pc, "k"));
     let digest = |c: &mut Connection| q::<Vec<String>>(c, c!["DEBUG", "DIGEST-VALUE", "k"]);
     assert_eq!(digest(&mut rc), digest(&mut pc));
+    let expires = |c: &mut Connection| q::<i64>(c, c!["PEXPIRETIME", "k"]);
+    assert_eq!(expires(&mut pc), 32503680000000);
+    assert_eq!(expires(&mut rc), 32503680000000);
     assert!(p.log().contains("re-sent whole"), "no log line");
 }
 

@@ -133,6 +133,31 @@ pub fn signal_modified(ctx: &Context, key: &RedisString) {
     }
 }
 
+/// The key's own expiry as an absolute Unix time in milliseconds; `None`
+/// when it has none or is missing. Does not touch the key's LRU/LFU.
+pub fn key_expires_at(ctx: &Context, key: &RedisString) -> Option<u64> {
+    let (Some(open), Some(abs), Some(close)) = (
+        api!(RedisModule_OpenKey),
+        api!(RedisModule_GetAbsExpire),
+        api!(RedisModule_CloseKey),
+    ) else {
+        return None;
+    };
+    let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_OPEN_KEY_NOTOUCH) as c_int;
+    // SAFETY: `ctx` and `key` are live for the call; the handle is closed
+    // before returning and used only in between.
+    let at = unsafe {
+        let handle = open(ctx.get_raw(), key.inner, mode).cast::<raw::RedisModuleKey>();
+        if handle.is_null() {
+            return None;
+        }
+        let at = abs(handle);
+        close(handle);
+        at
+    };
+    u64::try_from(at).ok()
+}
+
 /// What the server calls the module for, besides commands and the data
 /// type. Every method runs on the main thread; a panic in one is caught and
 /// logged here, never crosses into the server.
