@@ -40,6 +40,11 @@ use std::collections::VecDeque;
 /// size class.
 pub(super) const LEAF_CAP: usize = 127;
 
+/// Past this many pairs (384 KiB of records, a typical L2 cache) the
+/// leaves are taken to be out of cache: searches fetch a leaf's lines
+/// together first (see [`Leaf::rank`]).
+const COLD_ABOVE: usize = 1 << 15;
+
 /// A leaf this short after a removal merges with a neighbour if they fit.
 const MERGE_BELOW: usize = LEAF_CAP / 4;
 
@@ -61,9 +66,9 @@ fn packed((deadline, slot): Key) -> u128 {
 fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
     /// Gallop steps (1, 2, 4, 8, 16 keys away) before bisecting the rest.
     const GALLOP: u32 = 5;
-    /// Up to this many keys a plain bisection (four steps) beats the
+    /// Up to this many keys a plain bisection (five steps) beats the
     /// division an interpolated guess costs.
-    const BISECT_UP_TO: usize = 16;
+    const BISECT_UP_TO: usize = 32;
     if n <= BISECT_UP_TO {
         return partition(0, n, |i| at(i) < t);
     }
@@ -192,18 +197,22 @@ impl Leaf {
         }
     }
 
-    /// How many pairs are smaller than `key`: a binary search, after
-    /// reading one pair from every cache line the pairs span. Those reads do
-    /// not depend on each other, so the processor overlaps their misses; the
-    /// search and the shift that usually follows then find the records in
-    /// cache instead of taking one miss after another.
-    fn rank(&self, key: Key) -> usize {
+    /// How many pairs are smaller than `key`: a binary search, after (when
+    /// `cold`: the records are likely out of cache) reading one pair from
+    /// every cache line the pairs span. Those reads do not depend on each
+    /// other, so the processor overlaps their misses; the search and the
+    /// shift that usually follows then find the records in cache instead of
+    /// taking one miss after another. In a small index the reads would only
+    /// cost instructions.
+    fn rank(&self, key: Key, cold: bool) -> usize {
         let (s, n) = (self.start(), self.len());
-        let mut touched = 0;
-        for rec in self.recs[s..s + n].iter().step_by(5) {
-            touched ^= rec[2];
+        if cold {
+            let mut touched = 0;
+            for rec in self.recs[s..s + n].iter().step_by(5) {
+                touched ^= rec[2];
+            }
+            std::hint::black_box(touched);
         }
-        std::hint::black_box(touched);
         // Records compare as their big-endian words: deadline high, low,
         // slot.
         let t = Leaf::record(key);
@@ -381,6 +390,11 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         self.len
     }
 
+    /// Whether the leaves are likely out of cache ([`COLD_ABOVE`]).
+    fn cold(&self) -> bool {
+        self.len > COLD_ABOVE
+    }
+
     /// Chunk and leaf that would hold `key`: the last leaf whose first pair
     /// is not above it (the first leaf if none); the index must not be
     /// empty. Two interpolated searches over contiguous headers.
@@ -423,6 +437,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
 
     /// Inserts `key` into leaf `l` of chunk `c`, where it belongs.
     fn insert_in(&mut self, c: usize, l: usize, key: Key) {
+        let cold = self.cold();
         let chunk = &mut self.chunks[c];
         chunk.len += 1;
         let leaf = &mut chunk.leaves[l];
@@ -431,7 +446,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let pos = if leaf.len() > 0 && key > leaf.key(leaf.len() - 1) {
             leaf.len()
         } else {
-            leaf.rank(key)
+            leaf.rank(key, cold)
         };
         debug_assert!(pos == leaf.len() || leaf.key(pos) != key);
         if leaf.len() < LEAF_CAP {
@@ -515,8 +530,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Removes `key` from leaf `l` of chunk `c`, where it would be; false
     /// if it is not there.
     fn remove_in(&mut self, c: usize, l: usize, key: Key) -> bool {
+        let cold = self.cold();
         let leaf = &mut self.chunks[c].leaves[l];
-        let pos = leaf.rank(key);
+        let pos = leaf.rank(key, cold);
         if pos == leaf.len() || leaf.key(pos) != key {
             return false;
         }
@@ -543,12 +559,13 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         };
         let above_start = leaf.first() <= new || (c == 0 && l == 0);
         if below_next && above_start && leaf.len() > 1 {
+            let cold = self.cold();
             let chunk = &mut self.chunks[c];
             let leaf = &mut chunk.leaves[l];
-            let pos = leaf.rank(old);
+            let pos = leaf.rank(old, cold);
             debug_assert!(pos < leaf.len() && leaf.key(pos) == old);
             leaf.remove_at(pos);
-            let at = leaf.rank(new);
+            let at = leaf.rank(new, false);
             leaf.insert_at(at, new);
             if l == 0 {
                 chunk.refresh_first();
@@ -696,7 +713,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         }
         let (c, l) = self.locate(key);
         let chunk = &self.chunks[c];
-        let p = chunk.leaves[l].rank(key);
+        let p = chunk.leaves[l].rank(key, self.cold());
         if p < chunk.leaves[l].len() {
             Cursor { c, l, p }
         } else if l + 1 < chunk.leaves.len() {
