@@ -447,6 +447,11 @@ def preload_one(srv, prefix, r, many_keys):
     c.close()
 
 
+def prefix_is_module(cmd):
+    """Whether `cmd` is a module command (its callback must be found)."""
+    return cmd.split()[0].upper().startswith(("XSET.", "FLOOR."))
+
+
 def bench_instructions(args):
     """Instructions the server runs per command, counted by callgrind: a
     figure a shared, noisy machine cannot move, and a breakdown of where
@@ -485,6 +490,9 @@ def bench_instructions(args):
                     pass                      # the connection closes as it exits
                 srv.proc.wait(timeout=300)    # callgrind writes its profile on exit
                 res[(scen, name)] = callgrind_costs(out, n)
+                if prefix_is_module(cmd) and not res[(scen, name)]["command"]:
+                    raise RuntimeError(f"callgrind: no module callback found for {cmd!r} "
+                                       "(symbol names missing from the build?)")
                 log(f"{scen}, {name}: {res[(scen, name)]['total']:.0f} instructions/op")
             finally:
                 srv.stop()

@@ -178,9 +178,10 @@ fn write_entry(buf: &mut Vec<u8>, pos: SmallPos, member: &[u8], value: u64) {
     bytes[n + 1..len].copy_from_slice(member);
     let mut replaced = pos.at..pos.at;
     if pos.at < buf.len() {
-        let next = entry_at(buf, pos);
-        let (_, old_n) = varint(next.stored - pos.base);
-        let (new, new_n) = varint(next.stored - value);
+        // The next entry's delta as it lies in the buffer: its length is
+        // read, not re-derived.
+        let (old_delta, old_n) = read_varint(&buf[pos.at..]);
+        let (new, new_n) = varint(pos.base + old_delta - value);
         bytes[len..len + new_n].copy_from_slice(&new[..new_n]);
         len += new_n;
         replaced = pos.at..pos.at + old_n;
@@ -197,16 +198,9 @@ fn unlink_entry(buf: &mut Vec<u8>, pos: SmallPos) {
     let mut replaced = pos.at..end;
     let mut with = ([0; 10], 0);
     if end < buf.len() {
-        let next = entry_at(
-            buf,
-            SmallPos {
-                at: end,
-                base: value,
-            },
-        );
-        let (_, old_n) = varint(next.stored - value);
+        let (next_delta, old_n) = read_varint(&buf[end..]);
         replaced.end += old_n;
-        with = varint(next.stored - pos.base);
+        with = varint(value + next_delta - pos.base);
     }
     buf.splice(replaced, with.0[..with.1].iter().copied());
 }
@@ -461,7 +455,13 @@ mod tests {
             (0u8..4, 0u8..12, deadline()), 1..200)) {
             let mut s = Small::default();
             let mut model: Vec<(Vec<u8>, u64)> = Vec::new();
-            let key = |m: u8| vec![b'k'; usize::from(m) * 3 % 20];
+            // Members of several lengths (the empty one too), and of one
+            // length differing only in a middle byte or only in the last.
+            let key = |m: u8| match m {
+                0..4 => vec![b'k'; usize::from(m) * 3 % 20],
+                4..8 => vec![b'm', b'0' + m, b'x'],
+                _ => vec![b'm', b'x', b'0' + m],
+            };
             let place = |model: &Vec<(Vec<u8>, u64)>, d: u64| {
                 model.iter().position(|e| e.1 > d).unwrap_or(model.len())
             };
