@@ -123,9 +123,10 @@ fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
 }
 
 /// The first index in `lo..hi` where `below` is false (`hi` if none), for a
-/// `below` that is true then false across the range: a binary search
-/// without branches on the comparisons (a conditional move each step), so
-/// a search over cached keys pays no mispredictions.
+/// `below` that is true then false across the range: a binary search that
+/// halves a window whose size depends only on the range, so the loop runs
+/// a fixed number of times (the steps' comparisons are arithmetic, not
+/// control flow, though the compiler may still branch on them).
 fn partition(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
     let (mut base, mut size) = (lo, hi.saturating_sub(lo));
     if size == 0 {
@@ -134,8 +135,7 @@ fn partition(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
     // The answer stays in base..=base + size.
     while size > 1 {
         let half = size / 2;
-        // base + half when below, else base: arithmetic, not a branch
-        // (the compiler turns a select on a u128 comparison into one).
+        // base + half when below, else base.
         base += half * usize::from(below(base + half));
         size -= half;
     }
