@@ -6,7 +6,13 @@
 //! lookup reads one run of buckets (one cache line, usually) and then only
 //! the slab entries whose hash bits match: two memory round trips for a hit,
 //! where a table with separate control bytes (hashbrown) takes three. Open
-//! addressing with linear probing, at most 4/5 full. Removal shifts the
+//! addressing with linear probing, at most 4/5 full. Bucket counts go up in
+//! quarter powers of two (`2^k` times 1, 1.25, 1.5 or 1.75, which are also
+//! jemalloc's size classes), not by doubling: at 1M members the table is
+//! 1.25M buckets (5 MiB) instead of 2M (8 MiB). A hash's home bucket is its
+//! high bits scaled to the bucket count (`hash * n >> 64`, "fastrange"), and
+//! its tag bits come from the low half of the hash, independent of the home.
+//! Removal shifts the
 //! following buckets back (no tombstones, so churn never forces a rebuild);
 //! the stored distance tells which may move without reading their members,
 //! except past the cap.
@@ -25,6 +31,20 @@ const EMPTY: u32 = 0;
 const MIN_BUCKETS: usize = 16;
 /// Bits of a bucket's distance field (when the slot field leaves room).
 const DIST_BITS: u32 = 4;
+
+/// The bucket count after `n`: the next quarter power of two (`2^k` times
+/// 4/4, 5/4, 6/4 or 7/4), at least [`MIN_BUCKETS`].
+fn next_size(n: usize) -> usize {
+    if n < MIN_BUCKETS {
+        return MIN_BUCKETS;
+    }
+    let k = usize::BITS - 1 - n.leading_zeros();
+    let quarter = 1usize << (k - 2);
+    (5..=8)
+        .map(|m| m * quarter)
+        .find(|&c| c > n)
+        .unwrap_or(8 * quarter)
+}
 
 /// The most slots stored in `buckets` buckets.
 fn max_used(buckets: usize) -> usize {
@@ -48,12 +68,14 @@ struct Layout {
 }
 
 impl Layout {
-    /// Slots up to twice the bucket count: the slab never holds more slots
-    /// than the set's peak size, which is below the bucket count (the table
-    /// never shrinks). The distance takes up to [`DIST_BITS`] of the rest,
-    /// the hash the remainder.
+    /// Slots up to the bucket count at least (the field, of the bucket
+    /// count's bit length, holds `slot + 1` up to `2^bits - 1`, and
+    /// `2^bits > buckets`): the slab never holds more slots than the set's
+    /// peak size, which is below the bucket count (the table never shrinks).
+    /// The distance takes up to [`DIST_BITS`] of the rest, the hash the
+    /// remainder.
     fn for_buckets(buckets: usize) -> Layout {
-        let slot_bits = (buckets.trailing_zeros() + 1).min(32);
+        let slot_bits = (usize::BITS - buckets.leading_zeros()).min(32);
         Layout {
             slot_bits,
             dist_bits: DIST_BITS.min(32 - slot_bits),
@@ -78,8 +100,9 @@ impl Layout {
         slot < self.slot_mask()
     }
 
+    /// The low half of the hash: the home comes from the high bits.
     fn tag(self, hash: u64) -> u32 {
-        ((hash >> 32) as u32) & self.tag_mask()
+        (hash as u32) & self.tag_mask()
     }
 
     /// The bucket of `slot` at `dist` from home: never [`EMPTY`], since the
@@ -122,7 +145,6 @@ struct Buckets {
 
 impl Buckets {
     fn with_len(n: usize) -> Buckets {
-        debug_assert!(n.is_power_of_two());
         Buckets {
             buckets: vec![EMPTY; n].into_boxed_slice(),
             layout: Layout::for_buckets(n),
@@ -134,19 +156,34 @@ impl Buckets {
         self.buckets.len()
     }
 
-    fn mask(&self) -> usize {
-        self.buckets.len() - 1
+    /// The bucket after `i`, cyclically.
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.buckets.len() {
+            0
+        } else {
+            i + 1
+        }
     }
 
+    /// How many buckets `to` lies after `from`, cyclically.
+    fn gap(&self, from: usize, to: usize) -> usize {
+        if to >= from {
+            to - from
+        } else {
+            to + self.buckets.len() - from
+        }
+    }
+
+    /// The hash's high bits scaled to the bucket count.
     fn home(&self, hash: u64) -> usize {
-        (hash as usize) & self.mask()
+        ((u128::from(hash) * self.buckets.len() as u128) >> 64) as usize
     }
 
     fn find(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
         if self.live == 0 {
             return None;
         }
-        let (layout, mask) = (self.layout, self.mask());
+        let layout = self.layout;
         let tag = layout.tag(hash);
         let mut i = self.home(hash);
         loop {
@@ -157,19 +194,19 @@ impl Buckets {
             if v & layout.tag_mask() == tag && is(layout.slot(v)) {
                 return Some(layout.slot(v));
             }
-            i = (i + 1) & mask;
+            i = self.next(i);
         }
     }
 
     /// Puts `slot` in the first empty bucket from its home; there must be
     /// room.
     fn place(&mut self, hash: u64, slot: u32) {
-        let (layout, mask, home) = (self.layout, self.mask(), self.home(hash));
+        let (layout, home) = (self.layout, self.home(hash));
         let mut i = home;
         while self.buckets[i] != EMPTY {
-            i = (i + 1) & mask;
+            i = self.next(i);
         }
-        let dist = i.wrapping_sub(home) & mask;
+        let dist = self.gap(home, i);
         self.buckets[i] = layout.bucket(layout.tag(hash), dist, slot);
         self.live += 1;
     }
@@ -180,17 +217,16 @@ impl Buckets {
         if self.live == 0 || !layout.fits(slot) {
             return false;
         }
-        let mask = self.mask();
         let wanted = layout.tag(hash) | (slot + 1);
         let mut hole = self.home(hash);
         loop {
             match self.buckets[hole] {
                 EMPTY => return false,
                 v if layout.identity(v) == wanted => break,
-                _ => hole = (hole + 1) & mask,
+                _ => hole = self.next(hole),
             }
         }
-        let mut j = (hole + 1) & mask;
+        let mut j = self.next(hole);
         loop {
             let v = self.buckets[j];
             if v == EMPTY {
@@ -200,17 +236,17 @@ impl Buckets {
             let dist = if stored < layout.dist_cap() {
                 stored as usize
             } else {
-                j.wrapping_sub(self.home(hash_of(layout.slot(v)))) & mask
+                self.gap(self.home(hash_of(layout.slot(v))), j)
             };
             // `v` may fill the hole unless its home lies after the hole
             // (cyclically): it would no longer be found.
-            let gap = j.wrapping_sub(hole) & mask;
+            let gap = self.gap(hole, j);
             if dist >= gap {
                 let tag = v & layout.tag_mask();
                 self.buckets[hole] = layout.bucket(tag, dist - gap, layout.slot(v));
                 hole = j;
             }
-            j = (j + 1) & mask;
+            j = self.next(j);
         }
         self.buckets[hole] = EMPTY;
         self.live -= 1;
@@ -221,12 +257,12 @@ impl Buckets {
     /// extra buckets the worst lookup reads.
     #[cfg(test)]
     fn longest_distance(&self, hash_of: &impl Fn(u32) -> u64) -> usize {
-        let (layout, mask) = (self.layout, self.mask());
+        let layout = self.layout;
         self.buckets
             .iter()
             .enumerate()
             .filter(|&(_, &v)| v != EMPTY)
-            .map(|(i, &v)| i.wrapping_sub(self.home(hash_of(layout.slot(v)))) & mask)
+            .map(|(i, &v)| self.gap(self.home(hash_of(layout.slot(v))), i))
             .max()
             .unwrap_or(0)
     }
@@ -237,7 +273,7 @@ impl Buckets {
         if self.buckets.is_empty() {
             return;
         }
-        let (layout, mask) = (self.layout, self.mask());
+        let layout = self.layout;
         for (i, &v) in self.buckets.iter().enumerate() {
             if v == EMPTY {
                 continue;
@@ -245,7 +281,7 @@ impl Buckets {
             let slot = layout.slot(v);
             let hash = hash_of(slot);
             let home = self.home(hash);
-            let dist = i.wrapping_sub(home) & mask;
+            let dist = self.gap(home, i);
             assert_eq!(
                 v,
                 layout.bucket(layout.tag(hash), dist, slot),
@@ -254,7 +290,7 @@ impl Buckets {
             let mut j = home;
             while j != i {
                 assert_ne!(self.buckets[j], EMPTY, "no empty bucket before slot {slot}");
-                j = (j + 1) & mask;
+                j = self.next(j);
             }
         }
     }
@@ -363,9 +399,9 @@ impl SlotTable {
     fn grow(&mut self, additional: usize, slot: u32) {
         debug_assert!(self.old.is_none());
         let needed = self.len() + additional;
-        let mut n = self.cur.len().max(MIN_BUCKETS);
+        let mut n = next_size(self.cur.len());
         while needed > max_used(n) || !Layout::for_buckets(n).fits(slot) {
-            n *= 2;
+            n = next_size(n);
         }
         let from = std::mem::replace(&mut self.cur, Buckets::with_len(n));
         if from.live > 0 {
@@ -384,10 +420,10 @@ impl SlotTable {
         let Some(m) = self.old.as_mut() else {
             return;
         };
-        let (n, mask) = (m.from.len(), m.from.mask());
+        let n = m.from.len();
         let mut spent = 0;
         while spent < budget && m.walked + 1 < n && m.from.live > 0 {
-            let i = (m.start + 1 + m.walked) & mask;
+            let i = (m.start + 1 + m.walked) % n;
             let v = m.from.buckets[i];
             m.walked += 1;
             spent += 1;
@@ -405,9 +441,9 @@ impl SlotTable {
                 self.cur.place(hash_of(slot), slot);
                 m.from.buckets[j] = EMPTY;
                 m.from.live -= 1;
-                j = (j + 1) & mask;
+                j = m.from.next(j);
             }
-            let cluster = j.wrapping_sub(i) & mask;
+            let cluster = m.from.gap(i, j);
             m.walked += cluster - 1;
             spent += cluster - 1;
         }
@@ -442,10 +478,10 @@ impl SlotTable {
                 m.from.buckets[m.start], EMPTY,
                 "migration starts after an empty bucket"
             );
-            let mask = m.from.mask();
+            let n = m.from.len();
             for k in 1..=m.walked {
                 assert_eq!(
-                    m.from.buckets[(m.start + k) & mask],
+                    m.from.buckets[(m.start + k) % n],
                     EMPTY,
                     "walked buckets moved"
                 );
@@ -572,8 +608,9 @@ mod tests {
         for s in 0..1_000_000 {
             table.insert(hash(s), s, hash);
         }
-        assert_eq!(table.cur.len(), 1 << 21);
-        assert_eq!(table.heap_bytes(), 8 << 20);
+        // 1.25 * 2^20 buckets, 80% full.
+        assert_eq!(table.cur.len(), 5 << 18);
+        assert_eq!(table.heap_bytes(), 5 << 20);
         assert_eq!(table.find(hash(123_456), |s| s == 123_456), Some(123_456));
         assert_eq!(table.find(hash(2_000_000), |s| s == 2_000_000), None);
     }
