@@ -1,10 +1,14 @@
 //! The large encoding's deadline index: every `(deadline, slot)` pair of a
-//! set, in order, packed 12 bytes a pair into leaves of [`LEAF_CAP`] pairs.
+//! set, in order, packed 8 bytes a pair into leaves of [`LEAF_CAP`] pairs.
 //!
 //! A B-tree of `(u64, u32)` tuples spends 16 bytes a key on padding and
 //! around 30 bytes a member once node headers and half-full nodes are
-//! counted; this index spends 12 bytes a pair in a full leaf. Leaf headers
-//! (first pair, start, length, pointer to the records) sit in chunks of up
+//! counted; this index spends 8 bytes a pair in a full leaf: the slot and
+//! the deadline's offset from a base the leaf keeps, 32 bits each. A leaf
+//! therefore holds deadlines at most 2^32 - 2 ms (49.7 days) apart, besides
+//! `u64::MAX` (no deadline); where neighbouring deadlines are further apart
+//! than that, leaves split around them and hold fewer pairs. Leaf headers
+//! (base, first pair, start, length, pointer to the records) sit in chunks of up
 //! to [`CHUNK_CAP`], each a deque, and the chunks in a deque with their own
 //! first pair and pair count. Finding a leaf is two searches over
 //! contiguous memory (interpolated, since deadlines are spread evenly over
@@ -32,12 +36,12 @@
 //!    and the pairs lie within the records;
 //! 3. no chunk is empty or holds more than [`CHUNK_CAP`] leaves, and each
 //!    chunk's first pair and count are its leaves';
-//! 4. `len` is the number of pairs.
+//! 4. `len` is the number of pairs;
+//! 5. a leaf's finite deadlines lie in `base..base + 2^32 - 1`.
 
 use std::collections::VecDeque;
 
-/// Pairs per leaf: 127 × 12 bytes plus the length fit jemalloc's 1536-byte
-/// size class.
+/// Pairs per leaf: 127 × 8 bytes fit jemalloc's 1024-byte size class.
 pub(super) const LEAF_CAP: usize = 127;
 
 /// Past this many pairs (384 KiB of records, a typical L2 cache) the
@@ -50,6 +54,20 @@ const MERGE_BELOW: usize = LEAF_CAP / 4;
 
 /// A deadline and the slab slot of the member that has it.
 pub(super) type Key = (u64, u32);
+
+/// A finite deadline as a span of one, for [`Leaf::make_room_for`].
+fn finite(d: u64) -> Option<(u64, u64)> {
+    (d != u64::MAX).then_some((d, d))
+}
+
+/// The smallest span covering two spans of finite deadlines.
+fn union(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    match (a, b) {
+        (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
 
 /// A pair packed into one integer that orders as the pair does.
 fn packed((deadline, slot): Key) -> u128 {
@@ -142,19 +160,31 @@ fn partition(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
     base + usize::from(below(base))
 }
 
-/// The pairs of one leaf: 12 bytes each (deadline high and low halves,
-/// slot), so nothing is padded and a probe reads one cache line;
-/// 127 × 12 bytes fit jemalloc's 1536-byte size class.
-type Records = [[u32; 3]; LEAF_CAP];
+/// The offset that stands for deadline `u64::MAX` (a member without one);
+/// a finite deadline's offset from its leaf's base is always below it.
+const FAR: u32 = u32::MAX;
+
+/// The pairs of one leaf, 8 bytes each: the deadline's offset from the
+/// leaf's base in the high half, the slot in the low half, so that records
+/// order as their pairs do and a probe compares one integer. 127 × 8 bytes
+/// fit jemalloc's 1024-byte size class; 12-byte pairs (the whole deadline)
+/// took 1536 bytes, 4 more a member.
+type Records = [u64; LEAF_CAP];
 
 /// Up to [`LEAF_CAP`] pairs in order, in `recs[start..start + len]`: a
 /// removal or insertion shifts whichever side is shorter, and dropping the
 /// first pair (what expiry does) shifts nothing. The deque holds these
-/// 24-byte headers; the first pair, the start and the length live in the
+/// 32-byte headers; the first pair, the start and the length live in the
 /// header, so locating a leaf and sizing it never touch the records.
+///
+/// Every finite deadline of the leaf lies in `base..base + FAR` (about 49.7
+/// days): a pair that does not fit moves the base when the leaf's other
+/// deadlines allow (see [`Leaf::make_room_for`]), else the index splits the
+/// leaf around it ([`DeadlineIndex::insert_spanning`]).
 #[derive(Clone)]
 struct Leaf {
     recs: Box<Records>,
+    base: u64,
     first_deadline: u64,
     first_slot: u32,
     start: u8,
@@ -164,7 +194,8 @@ struct Leaf {
 impl Leaf {
     fn new() -> Leaf {
         Leaf {
-            recs: Box::new([[0; 3]; LEAF_CAP]),
+            recs: Box::new([0; LEAF_CAP]),
+            base: 0,
             first_deadline: 0,
             first_slot: 0,
             start: 0,
@@ -185,9 +216,34 @@ impl Leaf {
         (self.first_deadline, self.first_slot)
     }
 
+    /// Whether deadline `d` has an offset from this leaf's base.
+    fn fits(&self, d: u64) -> bool {
+        d == u64::MAX || (d >= self.base && d - self.base < u64::from(FAR))
+    }
+
+    /// The record of `(d, slot)`, which must fit.
+    fn encode(&self, (d, slot): Key) -> u64 {
+        debug_assert!(self.fits(d));
+        let offset = if d == u64::MAX {
+            FAR
+        } else {
+            (d - self.base) as u32
+        };
+        (u64::from(offset) << 32) | u64::from(slot)
+    }
+
+    fn decode(&self, rec: u64) -> Key {
+        let offset = (rec >> 32) as u32;
+        let d = if offset == FAR {
+            u64::MAX
+        } else {
+            self.base + u64::from(offset)
+        };
+        (d, rec as u32)
+    }
+
     fn key(&self, i: usize) -> Key {
-        let [hi, lo, slot] = self.recs[self.start() + i];
-        ((u64::from(hi) << 32) | u64::from(lo), slot)
+        self.decode(self.recs[self.start() + i])
     }
 
     /// Copies pair 0 into the header after the front changed.
@@ -197,36 +253,95 @@ impl Leaf {
         }
     }
 
-    /// How many pairs are smaller than `key`: a binary search, after (when
-    /// `cold`: the records are likely out of cache) reading one pair from
-    /// every cache line the pairs span. Those reads do not depend on each
-    /// other, so the processor overlaps their misses; the search and the
-    /// shift that usually follows then find the records in cache instead of
-    /// taking one miss after another. In a small index the reads would only
-    /// cost instructions.
-    fn rank(&self, key: Key, cold: bool) -> usize {
+    /// The smallest and largest finite deadlines of pairs `from..to`, if
+    /// any: finite deadlines come before `u64::MAX` ones.
+    fn finite_span(&self, from: usize, to: usize) -> Option<(u64, u64)> {
+        let s = self.start();
+        let finite = self.recs[s + from..s + to].partition_point(|&r| (r >> 32) as u32 != FAR);
+        (finite > 0).then(|| (self.key(from).0, self.key(from + finite - 1).0))
+    }
+
+    /// Whether one base can hold this leaf's finite deadlines and the span
+    /// `lo..=hi` together.
+    fn can_hold(&self, span: Option<(u64, u64)>) -> bool {
+        let Some((lo, hi)) = span else {
+            return true;
+        };
+        let (lo, hi) = match self.finite_span(0, self.len()) {
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+            None => (lo, hi),
+        };
+        hi - lo < u64::from(FAR)
+    }
+
+    /// Makes finite deadlines `lo..=hi` fit, moving the base to the
+    /// smallest finite deadline when they do not already (rewriting every
+    /// record); false, changing nothing, if no base holds them and the
+    /// leaf's own deadlines together.
+    fn make_room_for(&mut self, span: Option<(u64, u64)>) -> bool {
+        let Some((lo, hi)) = span else {
+            return true;
+        };
+        if self.fits(lo) && self.fits(hi) {
+            return true;
+        }
+        if !self.can_hold(span) {
+            return false;
+        }
+        let base = self
+            .finite_span(0, self.len())
+            .map_or(lo, |(a, _)| a.min(lo));
+        let (s, n) = (self.start(), self.len());
+        for i in s..s + n {
+            let key = self.decode(self.recs[i]);
+            self.recs[i] = if key.0 == u64::MAX {
+                self.recs[i]
+            } else {
+                ((key.0 - base) << 32) | u64::from(key.1)
+            };
+        }
+        self.base = base;
+        true
+    }
+
+    /// How many pairs are smaller than `key` (any pair, fitting the leaf
+    /// or not): a binary search, after (when `cold`: the records are likely
+    /// out of cache) reading one pair from every cache line the pairs span.
+    /// Those reads do not depend on each other, so the processor overlaps
+    /// their misses; the search and the shift that usually follows then
+    /// find the records in cache instead of taking one miss after another.
+    /// In a small index the reads would only cost instructions.
+    fn rank(&self, (d, slot): Key, cold: bool) -> usize {
         let (s, n) = (self.start(), self.len());
         if cold {
             let mut touched = 0;
-            for rec in self.recs[s..s + n].iter().step_by(5) {
-                touched ^= rec[2];
+            for rec in self.recs[s..s + n].iter().step_by(8) {
+                touched ^= rec;
             }
             std::hint::black_box(touched);
         }
-        // Records compare as their big-endian words: deadline high, low,
-        // slot.
-        let t = Leaf::record(key);
-        self.recs[s..s + n].partition_point(|r| *r < t)
+        // A deadline below the base is below every pair; one past the
+        // offsets is above the finite ones and below the `u64::MAX` ones.
+        let t = if d == u64::MAX {
+            (u64::from(FAR) << 32) | u64::from(slot)
+        } else if d < self.base {
+            return 0;
+        } else if d - self.base >= u64::from(FAR) {
+            u64::from(FAR) << 32
+        } else {
+            ((d - self.base) << 32) | u64::from(slot)
+        };
+        self.recs[s..s + n].partition_point(|&r| r < t)
     }
 
-    fn record((deadline, slot): Key) -> [u32; 3] {
-        [(deadline >> 32) as u32, deadline as u32, slot]
-    }
-
-    /// Inserts `key` at position `i`; the leaf must not be full.
+    /// Inserts `key` at position `i`; the leaf must not be full and the
+    /// key must fit (an empty leaf takes its deadline as the base).
     fn insert_at(&mut self, i: usize, key: Key) {
         let (s, n) = (self.start(), self.len());
         debug_assert!(n < LEAF_CAP && i <= n);
+        if n == 0 && key.0 != u64::MAX {
+            self.base = key.0;
+        }
         // Shift the front left when it is the shorter side and there is
         // room before it, or when there is no room after the back.
         let at = if s > 0 && (i < n / 2 || s + n == LEAF_CAP) {
@@ -237,7 +352,7 @@ impl Leaf {
             self.recs.copy_within(s + i..s + n, s + i + 1);
             s + i
         };
-        self.recs[at] = Leaf::record(key);
+        self.recs[at] = self.encode(key);
         self.len += 1;
         if i == 0 {
             (self.first_deadline, self.first_slot) = key;
@@ -267,38 +382,58 @@ impl Leaf {
         self.start = 0;
     }
 
+    /// Appends pairs `from..to` of `src`, which must be above this leaf's,
+    /// fit in its room and fit its base (an empty leaf takes `src`'s).
+    fn append_from(&mut self, src: &Leaf, from: usize, to: usize) {
+        let k = to - from;
+        debug_assert!(self.len() + k <= LEAF_CAP);
+        if self.start() + self.len() + k > LEAF_CAP {
+            self.compact();
+        }
+        if self.len == 0 {
+            self.base = src.base;
+        }
+        let (m, s) = (self.start() + self.len(), src.start());
+        if self.base == src.base {
+            self.recs[m..m + k].copy_from_slice(&src.recs[s + from..s + to]);
+        } else {
+            for i in 0..k {
+                self.recs[m + i] = self.encode(src.decode(src.recs[s + from + i]));
+            }
+        }
+        let was_empty = self.len == 0;
+        self.len += k as u8;
+        if was_empty {
+            self.refresh_first();
+        }
+    }
+
+    /// Whether the first `k` pairs, and the finite deadlines `extra`, could
+    /// move to the end of `other`, which holds pairs below them: room, and
+    /// one base for all.
+    fn head_fits(&self, k: usize, other: &Leaf, extra: Option<(u64, u64)>) -> bool {
+        other.len() + k <= LEAF_CAP && other.can_hold(union(self.finite_span(0, k), extra))
+    }
+
     /// Moves the first `k` pairs, not all of them, to the end of `other`,
     /// which must hold pairs below them and have room for them.
     fn move_head(&mut self, k: usize, other: &mut Leaf) {
-        let s = self.start();
-        debug_assert!(k < self.len() && other.len() > 0 && other.len() + k <= LEAF_CAP);
-        if other.start() + other.len() + k > LEAF_CAP {
-            other.compact();
-        }
-        let m = other.start() + other.len();
-        other.recs[m..m + k].copy_from_slice(&self.recs[s..s + k]);
-        other.len += k as u8;
+        debug_assert!(k < self.len() && other.len() > 0 && self.head_fits(k, other, None));
+        other.make_room_for(self.finite_span(0, k));
+        other.append_from(self, 0, k);
         self.start += k as u8;
         self.len -= k as u8;
         self.refresh_first();
     }
 
-    /// Moves pairs `from..` to the end of `other`, which must have room for
-    /// them.
+    /// Moves pairs `from..` to the end of `other`, which must hold pairs
+    /// below them and have room for them, under one base (as an empty leaf
+    /// always does).
     fn move_tail(&mut self, from: usize, other: &mut Leaf) {
-        let (s, n) = (self.start(), self.len());
-        let moved = n - from;
-        debug_assert!(other.len() + moved <= LEAF_CAP);
-        if other.start() + other.len() + moved > LEAF_CAP {
-            other.compact();
-        }
-        let m = other.start() + other.len();
-        other.recs[m..m + moved].copy_from_slice(&self.recs[s + from..s + n]);
-        let was_empty = other.len == 0;
-        other.len += moved as u8;
-        if was_empty {
-            other.refresh_first();
-        }
+        let n = self.len();
+        let fitted = other.make_room_for(self.finite_span(from, n));
+        debug_assert!(fitted && other.len() + n - from <= LEAF_CAP);
+        other.append_from(self, from, n);
         self.len = from as u8;
         if self.len == 0 {
             self.start = 0;
@@ -307,9 +442,9 @@ impl Leaf {
 }
 
 /// Leaf headers per chunk, at most: a split or merge shifts at most this
-/// many 24-byte headers, a chunk's headers span 24 cache lines (as a leaf's
-/// records do), and a full chunk's deque, grown by doubling, fills 64
-/// headers exactly (jemalloc's 1536-byte class). At 10M members that is
+/// many 32-byte headers, a chunk's headers span 32 cache lines, and a full
+/// chunk's deque, grown by doubling, fills 64 headers exactly (jemalloc's
+/// 2048-byte class). At 10M members that is
 /// about 2,500 chunks, 140 KB of chunk headers.
 pub(super) const CHUNK_CAP: usize = 63;
 
@@ -449,6 +584,10 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             leaf.rank(key, cold)
         };
         debug_assert!(pos == leaf.len() || leaf.key(pos) != key);
+        if !leaf.make_room_for(finite(key.0)) {
+            self.insert_spanning(c, l, pos, key);
+            return;
+        }
         if leaf.len() < LEAF_CAP {
             leaf.insert_at(pos, key);
             if l == 0 && pos == 0 {
@@ -462,13 +601,16 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // keep their leaves full and start new ones.
         if pos < LEAF_CAP && l > 0 {
             let room = LEAF_CAP - chunk.leaves[l - 1].len();
-            if room >= 2 {
-                let k = room * 3 / 4;
+            let k = room * 3 / 4;
+            // The key goes with the moved pairs when it lands among them.
+            let extra = if pos < k { finite(key.0) } else { None };
+            if room >= 2 && chunk.leaves[l].head_fits(k, &chunk.leaves[l - 1], extra) {
                 let (before, from) = chunk.leaves.make_contiguous().split_at_mut(l);
                 let (left, leaf) = (&mut before[l - 1], &mut from[0]);
                 let left_len = left.len();
                 leaf.move_head(k, left);
                 if pos < k {
+                    left.make_room_for(extra);
                     left.insert_at(left_len + pos, key);
                 } else {
                     leaf.insert_at(pos - k, key);
@@ -500,16 +642,78 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         }
     }
 
+    /// Inserts `key` at position `pos` of leaf `l` of chunk `c` (already
+    /// counted in the chunk), where no base holds the leaf's deadlines and
+    /// the key's together: the leaf splits at `pos` and the key goes to
+    /// the end of the lower part, the front of the upper part, or a leaf of
+    /// its own between them, whichever first can hold it. Deadlines more
+    /// than 49.7 days apart share a leaf only at the boundary between two
+    /// TTLs' runs, so this is rare.
+    fn insert_spanning(&mut self, c: usize, l: usize, pos: usize, key: Key) {
+        let chunk = &mut self.chunks[c];
+        let before = chunk.heap_bytes();
+        let leaf = &mut chunk.leaves[l];
+        // The upper part, when both parts are non-empty.
+        let upper = (pos > 0 && pos < leaf.len()).then(|| {
+            let mut upper = Leaf::new();
+            leaf.move_tail(pos, &mut upper);
+            upper
+        });
+        let mut at = l + 1;
+        if let Some(upper) = upper {
+            chunk.leaves.insert(at, upper);
+        }
+        // The part below the key, if any, and the part above it.
+        let (lower, higher) = if pos == 0 {
+            (None, l)
+        } else {
+            (Some(l), l + 1)
+        };
+        let span = finite(key.0);
+        let mut placed = false;
+        if let Some(leaf) = lower.map(|i| &mut chunk.leaves[i])
+            && leaf.len() < LEAF_CAP
+            && leaf.make_room_for(span)
+        {
+            leaf.insert_at(leaf.len(), key);
+            placed = true;
+        }
+        if let Some(leaf) = chunk.leaves.get_mut(higher)
+            && !placed
+            && leaf.len() < LEAF_CAP
+            && leaf.make_room_for(span)
+        {
+            leaf.insert_at(0, key);
+            placed = true;
+        }
+        if !placed {
+            let mut own = Leaf::new();
+            own.insert_at(0, key);
+            if pos == 0 {
+                at = l;
+            }
+            chunk.leaves.insert(at, own);
+        }
+        chunk.refresh_first();
+        self.chunk_heap = self.chunk_heap - before + chunk.heap_bytes();
+        if chunk.leaves.len() > CHUNK {
+            let half = chunk.leaves.len() / 2;
+            self.split_chunk_at(c, half);
+        }
+    }
+
     /// Splits chunk `c`, just grown past [`CHUNK_CAP`] by new leaf `new`:
     /// a new last leaf (appends in order) starts a chunk of its own, so
     /// chunks filled in order stay full; otherwise the chunk splits in half.
     fn split_chunk(&mut self, c: usize, new: usize) {
+        let leaves = self.chunks[c].leaves.len();
+        let at = if new + 1 == leaves { new } else { leaves / 2 };
+        self.split_chunk_at(c, at);
+    }
+
+    /// Moves the leaves of chunk `c` from `at` on into a new chunk after it.
+    fn split_chunk_at(&mut self, c: usize, at: usize) {
         let chunk = &mut self.chunks[c];
-        let at = if new + 1 == chunk.leaves.len() {
-            new
-        } else {
-            chunk.leaves.len() / 2
-        };
         let before = chunk.heap_bytes();
         let right = Chunk::new(chunk.leaves.split_off(at));
         chunk.len -= right.len;
@@ -558,7 +762,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             None => self.chunks.get(c + 1).is_none_or(|next| new < next.first),
         };
         let above_start = leaf.first() <= new || (c == 0 && l == 0);
-        if below_next && above_start && leaf.len() > 1 {
+        if below_next && above_start && leaf.len() > 1 && leaf.fits(new.0) {
             let cold = self.cold();
             let chunk = &mut self.chunks[c];
             let leaf = &mut chunk.leaves[l];
@@ -639,13 +843,18 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         } else {
             None
         };
-        let fits = |(pc, pl): (usize, usize)| self.chunks[pc].leaves[pl].len() + n <= LEAF_CAP;
+        // Whether leaf `from` can merge into `into`, just before it: room,
+        // and one base for both.
+        let fits = |(ic, il): (usize, usize), (fc, fl): (usize, usize)| {
+            let (into, from) = (&self.chunks[ic].leaves[il], &self.chunks[fc].leaves[fl]);
+            into.len() + from.len() <= LEAF_CAP && into.can_hold(from.finite_span(0, from.len()))
+        };
         // Merge this leaf into the previous one, or the next one into this;
         // the leaf merged away always comes after the one kept, so removing
         // it moves nothing before it.
         let (into, from) = match (prev, next) {
-            (Some(p), _) if fits(p) => (p, (c, l)),
-            (_, Some(x)) if fits(x) => ((c, l), x),
+            (Some(p), _) if fits(p, (c, l)) => (p, (c, l)),
+            (_, Some(x)) if fits((c, l), x) => ((c, l), x),
             _ => {
                 if l == 0 {
                     self.chunks[c].refresh_first();
@@ -845,6 +1054,12 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 assert!(n.len() > 0, "no empty leaf");
                 assert_eq!(n.first(), n.key(0), "first pair cached");
                 assert!(n.start() + n.len() <= LEAF_CAP, "pairs within the records");
+                if let Some((lo, hi)) = n.finite_span(0, n.len()) {
+                    assert!(
+                        n.base <= lo && hi - n.base < u64::from(FAR),
+                        "finite deadlines within the base's reach"
+                    );
+                }
                 for p in 0..n.len() {
                     let k = n.key(p);
                     assert!(prev.is_none_or(|q| q < k), "strictly increasing");
@@ -880,9 +1095,10 @@ mod tests {
 
     #[test]
     fn leaves_fit_their_size_class() {
-        assert_eq!(std::mem::size_of::<Records>(), 1524);
-        assert_eq!(crate::xset::member::allocation_size(1524), 1536);
-        assert_eq!(std::mem::size_of::<Leaf>(), 24);
+        assert_eq!(std::mem::size_of::<Records>(), 1016);
+        assert_eq!(crate::xset::member::allocation_size(1016), 1024);
+        assert_eq!(std::mem::size_of::<Leaf>(), 32);
+        assert_eq!(crate::xset::member::allocation_size(64 * 32), 2048);
     }
 
     #[test]
@@ -1037,7 +1253,21 @@ mod tests {
         #[test]
         fn behaves_like_a_btreeset(ops in proptest::collection::vec(
             (0u8..6, 0u64..50, 0u32..400), 1..1500)) {
-            against_a_btreeset::<CHUNK_CAP>(&ops, false)?;
+            against_a_btreeset::<CHUNK_CAP>(&ops, false, false)?;
+        }
+
+        /// Deadlines a quarter of an offset's reach apart, and the extremes:
+        /// leaves rebase and split around pairs their base cannot hold.
+        #[test]
+        fn behaves_like_a_btreeset_with_far_apart_deadlines(
+            ops in proptest::collection::vec((0u8..8, 0u64..50, 0u32..400), 1..3000),
+            chunk in 0u8..3,
+        ) {
+            match chunk {
+                0 => against_a_btreeset::<2>(&ops, true, true)?,
+                1 => against_a_btreeset::<3>(&ops, true, true)?,
+                _ => against_a_btreeset::<CHUNK_CAP>(&ops, true, true)?,
+            }
         }
 
         /// Chunks of two or three leaves, and mostly inserts: chunks split,
@@ -1046,27 +1276,41 @@ mod tests {
         fn behaves_like_a_btreeset_in_tiny_chunks(ops in proptest::collection::vec(
             (0u8..10, 0u64..50, 0u32..400), 1..3000), three in any::<bool>()) {
             if three {
-                against_a_btreeset::<3>(&ops, true)?;
+                against_a_btreeset::<3>(&ops, true, false)?;
             } else {
-                against_a_btreeset::<2>(&ops, true)?;
+                against_a_btreeset::<2>(&ops, true, false)?;
             }
+        }
+    }
+
+    /// Deadline `d` (below 50) spread out: most are `d` quarters of an
+    /// offset's reach, some small, and the two largest.
+    fn far_apart(d: u64) -> u64 {
+        match d {
+            49 => u64::MAX,
+            48 => u64::MAX - 1,
+            47 => u64::MAX - 2 - u64::from(FAR),
+            _ if d.is_multiple_of(7) => d,
+            _ => d << 30,
         }
     }
 
     /// Applies `ops` (op, deadline, slot; ops 0, 1 and 6 up insert) to an
     /// index and to a `BTreeSet`,
     /// comparing every query after each step, and the invariants too when
-    /// `check`.
+    /// `check`; deadlines spread by [`far_apart`] when `far`.
     fn against_a_btreeset<const C: usize>(
         ops: &[(u8, u64, u32)],
         check: bool,
+        far: bool,
     ) -> Result<(), TestCaseError> {
         let mut index: DeadlineIndex<C> = DeadlineIndex::default();
         let mut model = BTreeSet::new();
-        for &(op, d, s) in ops {
+        for &(op, small, s) in ops {
+            let d = if far { far_apart(small) } else { small };
             let key = (d, s);
             // A present key, so that most removals and replacements hit.
-            let nth = (d as usize * 400 + s as usize) % model.len().max(1);
+            let nth = (small as usize * 400 + s as usize) % model.len().max(1);
             let present = model.iter().nth(nth).copied();
             match op {
                 0 | 1 | 6.. => {
@@ -1083,7 +1327,11 @@ mod tests {
                     // A deadline change: near the old pair (often the
                     // same leaf) or anywhere.
                     if let Some(old) = present {
-                        let new = if s % 2 == 0 { (old.0 + d % 3, s) } else { key };
+                        let new = if s % 2 == 0 {
+                            (old.0.saturating_add(d % 3), s)
+                        } else {
+                            key
+                        };
                         if !model.contains(&new) {
                             model.remove(&old);
                             model.insert(new);
@@ -1106,7 +1354,10 @@ mod tests {
                     .rev()
                     .eq(model.range(key..).rev().copied())
             );
-            let (lo, hi) = (d, d + u64::from(s % 12));
+            let (lo, hi) = (
+                d,
+                d.saturating_add(u64::from(s % 12) << if far { 30 } else { 0 }),
+            );
             let (lo, hi) = if s % 5 == 0 { (hi, lo) } else { (lo, hi) };
             let want: Vec<Key> = model
                 .iter()
@@ -1125,9 +1376,10 @@ mod tests {
     fn random_deadlines_fill_leaves_to_three_quarters() {
         let mut index: DeadlineIndex = DeadlineIndex::default();
         let mut x = 99u64;
+        // Deadlines over 2^34 ms (200 days), the slab's random TTLs.
         for s in 0..200_000u32 {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            index.insert((x >> 20, s));
+            index.insert((x >> 30, s));
         }
         index.check_invariants();
         let fill = index.len() as f64 / (index.leaf_count() * LEAF_CAP) as f64;
