@@ -164,18 +164,29 @@ fn partition(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
 /// a finite deadline's offset from its leaf's base is always below it.
 const FAR: u32 = u32::MAX;
 
-/// The pairs of one leaf, 8 bytes each: the deadline's offset from the
-/// leaf's base in the high half, the slot in the low half, so that records
-/// order as their pairs do and a probe compares one integer. 127 × 8 bytes
-/// fit jemalloc's 1024-byte size class; 12-byte pairs (the whole deadline)
-/// took 1536 bytes, 4 more a member.
-type Records = [u64; LEAF_CAP];
+/// The record capacity, in pairs, for `n` pairs: powers of two from 4 up
+/// to 64, then [`LEAF_CAP`] (each a jemalloc size class). Leaves of the
+/// dense part of an index are made full-size; those cut short by far-apart
+/// deadlines ([`DeadlineIndex::insert_spanning`]) start small and grow, so
+/// that a sparse index does not spend a kilobyte a pair.
+fn capacity_for(n: usize) -> usize {
+    if n > LEAF_CAP / 2 {
+        LEAF_CAP
+    } else {
+        n.next_power_of_two().max(4)
+    }
+}
 
-/// Up to [`LEAF_CAP`] pairs in order, in `recs[start..start + len]`: a
-/// removal or insertion shifts whichever side is shorter, and dropping the
-/// first pair (what expiry does) shifts nothing. The deque holds these
-/// 32-byte headers; the first pair, the start and the length live in the
-/// header, so locating a leaf and sizing it never touch the records.
+/// Up to [`LEAF_CAP`] pairs in order, in `recs[start..start + len]`, 8
+/// bytes each: the deadline's offset from the leaf's base in the high
+/// half, the slot in the low half, so that records order as their pairs do
+/// and a probe compares one integer. 127 × 8 bytes fit jemalloc's
+/// 1024-byte size class; 12-byte pairs (the whole deadline) took 1536
+/// bytes, 4 more a member. A removal or insertion shifts whichever side is
+/// shorter, and dropping the first pair (what expiry does) shifts nothing.
+/// The deque holds these 40-byte headers; the first pair, the start and
+/// the length live in the header, so locating a leaf and sizing it never
+/// touch the records.
 ///
 /// Every finite deadline of the leaf lies in `base..base + FAR` (about 49.7
 /// days): a pair that does not fit moves the base when the leaf's other
@@ -183,7 +194,7 @@ type Records = [u64; LEAF_CAP];
 /// leaf around it ([`DeadlineIndex::insert_spanning`]).
 #[derive(Clone)]
 struct Leaf {
-    recs: Box<Records>,
+    recs: Box<[u64]>,
     base: u64,
     first_deadline: u64,
     first_slot: u32,
@@ -192,9 +203,14 @@ struct Leaf {
 }
 
 impl Leaf {
+    /// An empty full-size leaf.
     fn new() -> Leaf {
+        Leaf::with_capacity(LEAF_CAP)
+    }
+
+    fn with_capacity(capacity: usize) -> Leaf {
         Leaf {
-            recs: Box::new([0; LEAF_CAP]),
+            recs: vec![0; capacity].into_boxed_slice(),
             base: 0,
             first_deadline: 0,
             first_slot: 0,
@@ -205,6 +221,32 @@ impl Leaf {
 
     fn len(&self) -> usize {
         self.len as usize
+    }
+
+    fn capacity(&self) -> usize {
+        self.recs.len()
+    }
+
+    /// Heap bytes of the records, as jemalloc rounds them.
+    fn heap_bytes(&self) -> usize {
+        super::member::allocation_size(self.capacity() * std::mem::size_of::<u64>())
+    }
+
+    /// Makes room for `total` pairs in all (at most [`LEAF_CAP`]): records
+    /// too short are replaced by longer ones, the pairs moved to their
+    /// front. Returns the heap bytes added.
+    fn reserve(&mut self, total: usize) -> usize {
+        debug_assert!(total <= LEAF_CAP);
+        if total <= self.capacity() {
+            return 0;
+        }
+        let before = self.heap_bytes();
+        let (s, n) = (self.start(), self.len());
+        let mut recs = vec![0; capacity_for(total)].into_boxed_slice();
+        recs[..n].copy_from_slice(&self.recs[s..s + n]);
+        self.recs = recs;
+        self.start = 0;
+        self.heap_bytes() - before
     }
 
     fn start(&self) -> usize {
@@ -334,17 +376,17 @@ impl Leaf {
         self.recs[s..s + n].partition_point(|&r| r < t)
     }
 
-    /// Inserts `key` at position `i`; the leaf must not be full and the
+    /// Inserts `key` at position `i`; the records must have room and the
     /// key must fit (an empty leaf takes its deadline as the base).
     fn insert_at(&mut self, i: usize, key: Key) {
         let (s, n) = (self.start(), self.len());
-        debug_assert!(n < LEAF_CAP && i <= n);
+        debug_assert!(n < self.capacity() && i <= n);
         if n == 0 && key.0 != u64::MAX {
             self.base = key.0;
         }
         // Shift the front left when it is the shorter side and there is
         // room before it, or when there is no room after the back.
-        let at = if s > 0 && (i < n / 2 || s + n == LEAF_CAP) {
+        let at = if s > 0 && (i < n / 2 || s + n == self.capacity()) {
             self.recs.copy_within(s..s + i, s - 1);
             self.start -= 1;
             s - 1 + i
@@ -382,12 +424,13 @@ impl Leaf {
         self.start = 0;
     }
 
-    /// Appends pairs `from..to` of `src`, which must be above this leaf's,
-    /// fit in its room and fit its base (an empty leaf takes `src`'s).
+    /// Appends pairs `from..to` of `src`, which must be above this leaf's
+    /// and fit its base (an empty leaf takes `src`'s), growing the records
+    /// if needed.
     fn append_from(&mut self, src: &Leaf, from: usize, to: usize) {
         let k = to - from;
-        debug_assert!(self.len() + k <= LEAF_CAP);
-        if self.start() + self.len() + k > LEAF_CAP {
+        self.reserve(self.len() + k);
+        if self.start() + self.len() + k > self.capacity() {
             self.compact();
         }
         if self.len == 0 {
@@ -442,9 +485,8 @@ impl Leaf {
 }
 
 /// Leaf headers per chunk, at most: a split or merge shifts at most this
-/// many 32-byte headers, a chunk's headers span 32 cache lines, and a full
-/// chunk's deque, grown by doubling, fills 64 headers exactly (jemalloc's
-/// 2048-byte class). At 10M members that is
+/// many 40-byte headers, and a full chunk's deque, grown by doubling, fills
+/// 64 headers exactly (jemalloc's 2560-byte class). At 10M members that is
 /// about 2,500 chunks, 140 KB of chunk headers.
 pub(super) const CHUNK_CAP: usize = 63;
 
@@ -491,7 +533,7 @@ impl Chunk {
     fn heap_bytes(&self) -> usize {
         use super::member::allocation_size;
         allocation_size(self.leaves.capacity() * std::mem::size_of::<Leaf>())
-            + self.leaves.len() * allocation_size(std::mem::size_of::<Records>())
+            + self.leaves.iter().map(Leaf::heap_bytes).sum::<usize>()
     }
 
     /// Pairs in the leaves before leaf `l`, plus `p`.
@@ -548,7 +590,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     pub fn insert(&mut self, key: Key) {
         self.len += 1;
         if self.chunks.is_empty() {
-            let mut leaf = Leaf::new();
+            let mut leaf = Leaf::with_capacity(capacity_for(1));
             leaf.insert_at(0, key);
             let chunk = Chunk::new(VecDeque::from([leaf]));
             self.chunk_heap += chunk.heap_bytes();
@@ -576,6 +618,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let chunk = &mut self.chunks[c];
         chunk.len += 1;
         let leaf = &mut chunk.leaves[l];
+
         // Appending past the last pair (a refresh with the usual TTL, a
         // loader) needs no search.
         let pos = if leaf.len() > 0 && key > leaf.key(leaf.len() - 1) {
@@ -589,10 +632,12 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             return;
         }
         if leaf.len() < LEAF_CAP {
+            let grown = leaf.reserve(leaf.len() + 1);
             leaf.insert_at(pos, key);
             if l == 0 && pos == 0 {
                 chunk.first = key;
             }
+            self.chunk_heap += grown;
             return;
         }
         // A full leaf whose left neighbour in the chunk has room hands it
@@ -608,6 +653,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 let (before, from) = chunk.leaves.make_contiguous().split_at_mut(l);
                 let (left, leaf) = (&mut before[l - 1], &mut from[0]);
                 let left_len = left.len();
+                let grown = left.reserve(left_len + k + 1);
                 leaf.move_head(k, left);
                 if pos < k {
                     left.make_room_for(extra);
@@ -615,6 +661,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 } else {
                     leaf.insert_at(pos - k, key);
                 }
+                self.chunk_heap += grown;
                 return;
             }
         }
@@ -655,13 +702,15 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let leaf = &mut chunk.leaves[l];
         // The upper part, when both parts are non-empty.
         let upper = (pos > 0 && pos < leaf.len()).then(|| {
-            let mut upper = Leaf::new();
+            let mut upper = Leaf::with_capacity(capacity_for(leaf.len() - pos + 1));
             leaf.move_tail(pos, &mut upper);
             upper
         });
         let mut at = l + 1;
+        let mut added = 0;
         if let Some(upper) = upper {
             chunk.leaves.insert(at, upper);
+            added += 1;
         }
         // The part below the key, if any, and the part above it.
         let (lower, higher) = if pos == 0 {
@@ -675,6 +724,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             && leaf.len() < LEAF_CAP
             && leaf.make_room_for(span)
         {
+            leaf.reserve(leaf.len() + 1);
             leaf.insert_at(leaf.len(), key);
             placed = true;
         }
@@ -683,22 +733,30 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             && leaf.len() < LEAF_CAP
             && leaf.make_room_for(span)
         {
+            leaf.reserve(leaf.len() + 1);
             leaf.insert_at(0, key);
             placed = true;
         }
         if !placed {
-            let mut own = Leaf::new();
+            let mut own = Leaf::with_capacity(capacity_for(1));
             own.insert_at(0, key);
             if pos == 0 {
                 at = l;
             }
             chunk.leaves.insert(at, own);
+            added += 1;
         }
         chunk.refresh_first();
         self.chunk_heap = self.chunk_heap - before + chunk.heap_bytes();
         if chunk.leaves.len() > CHUNK {
-            let half = chunk.leaves.len() / 2;
-            self.split_chunk_at(c, half);
+            // One new leaf (at `at` either way) splits as any insert's
+            // does: chunks appended in order stay full.
+            if added == 1 {
+                self.split_chunk(c, at);
+            } else {
+                let half = chunk.leaves.len() / 2;
+                self.split_chunk_at(c, half);
+            }
         }
     }
 
@@ -1053,7 +1111,11 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             for n in &chunk.leaves {
                 assert!(n.len() > 0, "no empty leaf");
                 assert_eq!(n.first(), n.key(0), "first pair cached");
-                assert!(n.start() + n.len() <= LEAF_CAP, "pairs within the records");
+                assert!(n.capacity() <= LEAF_CAP, "records within a leaf's size");
+                assert!(
+                    n.start() + n.len() <= n.capacity(),
+                    "pairs within the records"
+                );
                 if let Some((lo, hi)) = n.finite_span(0, n.len()) {
                     assert!(
                         n.base <= lo && hi - n.base < u64::from(FAR),
@@ -1095,10 +1157,15 @@ mod tests {
 
     #[test]
     fn leaves_fit_their_size_class() {
-        assert_eq!(std::mem::size_of::<Records>(), 1016);
-        assert_eq!(crate::xset::member::allocation_size(1016), 1024);
-        assert_eq!(std::mem::size_of::<Leaf>(), 32);
-        assert_eq!(crate::xset::member::allocation_size(64 * 32), 2048);
+        use crate::xset::member::allocation_size;
+        assert_eq!(Leaf::new().heap_bytes(), 1024);
+        assert_eq!(allocation_size(LEAF_CAP * 8), 1024);
+        for n in 1..=LEAF_CAP / 2 {
+            let bytes = capacity_for(n) * 8;
+            assert_eq!(allocation_size(bytes), bytes, "{n} pairs");
+        }
+        assert_eq!(std::mem::size_of::<Leaf>(), 40);
+        assert_eq!(allocation_size(64 * 40), 2560);
     }
 
     #[test]
@@ -1385,6 +1452,36 @@ mod tests {
         let fill = index.len() as f64 / (index.leaf_count() * LEAF_CAP) as f64;
         // 0.59 (20.96 heap bytes a pair) when a full leaf always split.
         assert!(fill > 0.75, "leaves {fill:.3} full");
+    }
+
+    #[test]
+    fn sparse_deadlines_take_small_leaves() {
+        // 1,000 members with TTLs up to 5 years: about 27 deadlines in any
+        // 49.7 days, so leaves hold about that many, in small records.
+        let mut index: DeadlineIndex = DeadlineIndex::default();
+        let mut x = 99u64;
+        let five_years = 5 * 365 * 86_400_000;
+        for s in 0..1000u32 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            index.insert((1_700_000_000_000 + (x >> 11) % five_years, s));
+        }
+        index.check_invariants();
+        let per_pair = index.heap_bytes() as f64 / 1000.0;
+        // 48 bytes a pair with full-size records in every leaf.
+        assert!(per_pair < 16.0, "{per_pair:.1} heap bytes a pair");
+        // Every deadline 2^32 ms after the last: a leaf each, the smallest.
+        let mut index: DeadlineIndex = DeadlineIndex::default();
+        for s in 0..1000u32 {
+            index.insert((u64::from(s) << 32, s));
+        }
+        index.check_invariants();
+        assert_eq!(index.leaf_count(), 1000);
+        let per_pair = index.heap_bytes() as f64 / 1000.0;
+        // A 32-byte record array and a 40-byte header (and its share of
+        // the chunk's deque); 1,090 bytes with full-size records.
+        assert!(per_pair < 80.0, "{per_pair:.1} heap bytes a pair");
+        while index.pop_first().is_some() {}
+        index.check_invariants();
     }
 
     #[test]
