@@ -523,12 +523,15 @@ def bench_instructions(args):
            "parsing, dispatch); on native commands, the command filter's check."])
     return {f"{s}|{c}": v for (s, c), v in res.items()}
 
-def load_memory(srv, struct, size, nkeys):
-    now, cmds = int(time.time() * 1000), []
+def load_memory(srv, struct, size, nkeys, shuffled=False):
+    """Deadlines one hour on and in member order, or (shuffled) each one
+    hour plus a random 0..24 h on."""
+    now, cmds, rng = int(time.time() * 1000), [], random.Random(size)
     for k in range(nkeys):
         for lo in range(0, size, 1000):
             ms = [f"member:{i:09d}" for i in range(lo, min(size, lo + 1000))]
-            dl = [now + 3_600_000 + k * size + i for i in range(lo, lo + len(ms))]
+            dl = [now + 3_600_000 + (rng.randrange(86_400_000) if shuffled else k * size + i)
+                  for i in range(lo, lo + len(ms))]
             if struct == "SET":
                 cmds.append(enc("SADD", f"k{k}", *ms))
             elif struct == "ZSET":
@@ -559,32 +562,34 @@ def settled_used_memory(srv):
 
 def bench_memory(args):
     total = 20_000 if args.quick else 100_000
-    sizes = [10, 30, 128, 1000, 100_000 if args.quick else 1_000_000]
+    big = 100_000 if args.quick else 1_000_000
+    sizes = [(10, False), (30, False), (128, False), (1000, False), (big, False), (big, True)]
     srv, out, rows_um, rows_mu = Server(), [], [], []
     try:
-        for size in sizes:
+        for size, shuffled in sizes:
             nkeys = max(1, total // size)
             per = {}
             for struct in STRUCTS:
                 flushall(srv)
                 before = settled_used_memory(srv)
-                keys = load_memory(srv, struct, size, nkeys)
+                keys = load_memory(srv, struct, size, nkeys, shuffled)
                 after = settled_used_memory(srv)
                 usage = sum(int(x[1:]) for x in srv.ctl.pipeline(
                     batched([enc("MEMORY", "USAGE", k, "SAMPLES", 0) for k in keys], 2000)))
                 members = nkeys * size
                 per[struct] = ((after - before) / members, usage / members)
-                out.append(dict(size=size, keys=nkeys, structure=struct,
+                out.append(dict(size=size, keys=nkeys, structure=struct, random_deadlines=shuffled,
                                 used_memory_per_member=per[struct][0],
                                 memory_usage_per_member=per[struct][1]))
             for rows, i in ((rows_um, 0), (rows_mu, 1)):
-                rows.append([f"{size:,}", f"{nkeys:,}"] +
+                rows.append([f"{size:,}" + (" random" if shuffled else ""), f"{nkeys:,}"] +
                             [f"{per[s][i]:.1f}" for s in STRUCTS] +
                             [f"{per['xset'][i] / per['ZSET'][i]:.2f}"])
     finally:
         srv.stop()
     heads = ["members/key", "keys"] + STRUCTS + ["xset/ZSET"]
-    notes = ["16-byte members (member:000000001), each with its own deadline (PXAT); "
+    notes = ["16-byte members (member:000000001), each with its own deadline (PXAT): one hour "
+             "on, in member order, or in the 'random' row 1 h plus a random 0..24 h;\n   "
              "~%s members in total per cell; per member INCLUDING per-key overhead." % f"{total:,}",
              "Memory is deterministic, so it is measured once (not a median). Redis 7.0 keeps "
              "ZSETs of <= 128 members as listpacks; SETs of non-integers are hash tables."]
