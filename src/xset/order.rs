@@ -558,12 +558,14 @@ impl Chunk {
     /// The leaf that would hold `key`: the last one whose first pair is not
     /// above it (the first one if none).
     fn locate(&self, key: Key) -> usize {
-        rank_by(
-            self.leaves.len(),
-            |i| packed(self.leaves[i].first()),
-            packed(key) + 1,
-        )
-        .saturating_sub(1)
+        let t = packed(key) + 1;
+        // Indexing a slice is cheaper than a deque, which wraps around;
+        // the deque is usually in one piece.
+        let rank = match self.leaves.as_slices() {
+            (leaves, []) => rank_by(leaves.len(), |i| packed(leaves[i].first()), t),
+            _ => rank_by(self.leaves.len(), |i| packed(self.leaves[i].first()), t),
+        };
+        rank.saturating_sub(1)
     }
 
     /// Heap bytes of the headers and the leaves' records.
@@ -664,7 +666,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             leaf.rank(key, cold)
         };
         debug_assert!(pos == leaf.len() || leaf.key(pos) != key);
-        if !leaf.make_room_for(finite(key.0)) {
+        if !leaf.fits(key.0) && !leaf.make_room_for(finite(key.0)) {
             self.insert_spanning(c, l, pos, key);
             return;
         }
