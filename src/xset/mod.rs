@@ -424,13 +424,15 @@ impl XSet {
     ) -> AddOutcome {
         // The common case, a refresh (a live member moved to another live
         // deadline that this encoding holds), with one lookup: the position
-        // found is used to move it.
+        // found is used to move it. Otherwise the lookup's answer (absent,
+        // or stored but expired) serves the general case below.
+        let mut looked_up = None;
         if presence != Presence::OnlyNew
             && deadline_ms > now_ms
             && !self.needs_room_for(member, deadline_ms, false)
         {
             let refreshed = with_store_mut!(self, s => match s.find(member) {
-                Some((pos, current)) if current > now_ms => Some(if !compare.allows(current, deadline_ms) {
+                Some((pos, current)) if current > now_ms => Ok(if !compare.allows(current, deadline_ms) {
                     AddOutcome::Skipped
                 } else if current == deadline_ms {
                     AddOutcome::Unchanged
@@ -438,13 +440,15 @@ impl XSet {
                     s.set_deadline(pos, deadline_ms);
                     AddOutcome::Updated
                 }),
-                _ => None,
+                found => Err(found.map(|(_, d)| d)),
             });
-            if let Some(outcome) = refreshed {
-                return outcome;
+            match refreshed {
+                Ok(outcome) => return outcome,
+                Err(current) => looked_up = Some(current),
             }
         }
-        let current = with_store!(self, s => s.find(member).map(|(_, d)| d));
+        let current =
+            looked_up.unwrap_or_else(|| with_store!(self, s => s.find(member).map(|(_, d)| d)));
         let outcome = match current {
             Some(current) if current > now_ms => {
                 if presence == Presence::OnlyNew || !compare.allows(current, deadline_ms) {
