@@ -51,13 +51,38 @@ fn varint(mut v: u64) -> ([u8; 10], usize) {
 }
 
 /// The LEB128 integer at the start of `b` and its length in bytes.
-#[inline]
+#[inline(always)]
 fn read_varint(b: &[u8]) -> (u64, usize) {
-    // Deadlines a few milliseconds apart: one byte.
+    // Deadlines a few milliseconds apart: one byte, inline in every scan.
     if let Some(&first) = b.first()
         && first & 0x80 == 0
     {
         return (u64::from(first), 1);
+    }
+    read_long_varint(b)
+}
+
+/// [`read_varint`] of two bytes or more.
+#[inline(never)]
+fn read_long_varint(b: &[u8]) -> (u64, usize) {
+    // Up to 8 bytes at once: the first byte without the high bit ends it,
+    // and the 7-bit groups are gathered pairwise (14, 28, then 56 bits).
+    if let Some(bytes) = b.first_chunk::<8>() {
+        let word = u64::from_le_bytes(*bytes);
+        let stops = !word & 0x8080_8080_8080_8080;
+        if stops != 0 {
+            let n = (stops.trailing_zeros() / 8 + 1) as usize;
+            let kept = if n == 8 {
+                word
+            } else {
+                word & ((1 << (8 * n)) - 1)
+            };
+            let mut x = kept & 0x7f7f_7f7f_7f7f_7f7f;
+            x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);
+            x = ((x & 0x3fff_0000_3fff_0000) >> 2) | (x & 0x0000_3fff_0000_3fff);
+            x = ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff);
+            return (x, n);
+        }
     }
     let mut v = 0u64;
     for (i, &byte) in b.iter().enumerate() {
@@ -138,7 +163,7 @@ fn entries_from(buf: &[u8], mut pos: SmallPos) -> impl Iterator<Item = SmallEntr
 
 /// The entry header at `at`: its delta, where its member starts, and the
 /// member's length. What the scans below read without building an entry.
-#[inline]
+#[inline(always)]
 fn header(buf: &[u8], at: usize) -> (u64, usize, usize) {
     let (delta, n) = read_varint(&buf[at..]);
     (delta, at + n + 1, usize::from(buf[at + n]))
@@ -416,6 +441,15 @@ mod tests {
                 let v = v.min(MAX_SMALL_DEADLINE);
                 let (b, n) = varint(v);
                 assert_eq!(read_varint(&b[..n]), (v, n));
+                // Followed by other bytes (the word-at-a-time path), high
+                // bits set or not.
+                for tail in [[0u8; 8], [0xff; 8], [0x80; 8]] {
+                    let mut buf = b[..n].to_vec();
+                    buf.extend_from_slice(&tail);
+                    for extra in 0..=8 {
+                        assert_eq!(read_varint(&buf[..n + extra]), (v, n), "{v} + {extra}");
+                    }
+                }
                 assert_eq!(n, (64 - v.leading_zeros() as usize).div_ceil(7).max(1));
             }
         }
