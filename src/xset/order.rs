@@ -30,7 +30,7 @@
 //! insertion point if that is in its upper half (a run that keeps arriving
 //! there fills the left leaf instead of leaving half-empty ones behind), in
 //! half if not. A removal that leaves a leaf under a quarter full merges it
-//! with a neighbour when both fit in one leaf.
+//! with a neighbour when both fit in one leaf under one base.
 //!
 //! Invariants (checked by `check_invariants`):
 //! 1. pairs are strictly increasing across the whole index;
@@ -46,7 +46,7 @@ use std::collections::VecDeque;
 /// Pairs per leaf: 127 × 8 bytes fit jemalloc's 1024-byte size class.
 pub(super) const LEAF_CAP: usize = 127;
 
-/// Past this many pairs (384 KiB of records, a typical L2 cache) the
+/// Past this many pairs (256 KiB of records, a typical L2 cache) the
 /// leaves are taken to be out of cache: searches fetch a leaf's lines
 /// together first (see [`Leaf::rank`]).
 const COLD_ABOVE: usize = 1 << 15;
@@ -332,9 +332,19 @@ impl Leaf {
         if !self.can_hold(span) {
             return false;
         }
-        let base = self
-            .finite_span(0, self.len())
-            .map_or(lo, |(a, _)| a.min(lo));
+        // Room on the side the deadlines grow: a base as low as the
+        // largest deadline allows when the new ones lie below the old
+        // base (keys arriving in decreasing order then rebase once per
+        // 49.7 days, not once a key), else the smallest deadline.
+        let (a, b) = match self.finite_span(0, self.len()) {
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+            None => (lo, hi),
+        };
+        let base = if lo < self.base {
+            b - (u64::from(FAR) - 1).min(b)
+        } else {
+            a
+        };
         let (s, n) = (self.start(), self.len());
         for i in s..s + n {
             let key = self.decode(self.recs[i]);
@@ -581,6 +591,9 @@ impl Chunk {
     }
 }
 
+/// A leaf's place: its chunk, and its position in the chunk.
+type LeafAt = (usize, usize);
+
 /// A place in the index: chunk, leaf within it, pair within that. A cursor
 /// is either at a pair or at the end (`c == chunks.len()`, `l == p == 0`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -666,7 +679,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             leaf.rank(key, cold)
         };
         debug_assert!(pos == leaf.len() || leaf.key(pos) != key);
-        if !leaf.fits(key.0) && !leaf.make_room_for(finite(key.0)) {
+        // A key appended past a full leaf starts a new one: this leaf's
+        // base need not hold it.
+        if pos < LEAF_CAP && !leaf.fits(key.0) && !leaf.make_room_for(finite(key.0)) {
             self.insert_spanning(c, l, pos, key);
             return;
         }
@@ -917,13 +932,28 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// removed: drops an empty leaf, merges a short one with a neighbour
     /// (in this chunk or the next one over) when both fit in one leaf.
     fn after_removal(&mut self, c: usize, l: usize) {
-        if self.chunks[c].leaves[l].len() >= MERGE_BELOW {
-            // The common case: nothing to merge, no header moves.
-            if l == 0 {
-                self.chunks[c].refresh_first();
+        let n = self.chunks[c].leaves[l].len();
+        // The common cases: nothing to merge, no header moves, no heap
+        // changes hands (a short leaf whose neighbours cannot take it stays
+        // as it is: what expiry's pops meet before a leaf empties).
+        let merge = match n {
+            0 => None,
+            n if n >= MERGE_BELOW => {
+                if l == 0 {
+                    self.chunks[c].refresh_first();
+                }
+                return;
             }
-            return;
-        }
+            _ => match self.merge_partner(c, l) {
+                Some(merge) => Some(merge),
+                None => {
+                    if l == 0 {
+                        self.chunks[c].refresh_first();
+                    }
+                    return;
+                }
+            },
+        };
         // Only chunks `c - 1` to `c + 2` change (a leaf merge reaches one
         // chunk either side, a chunk merge one more after), and those
         // removed are among them.
@@ -932,25 +962,23 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             chunks.range(lo..hi).map(Chunk::heap_bytes).sum::<usize>()
         };
         let (before, count) = (heap(&self.chunks, hi), self.chunks.len());
-        self.restore_after_removal(c, l);
+        match merge {
+            None => {
+                self.chunks[c].leaves.remove(l);
+                self.after_leaf_removal(c);
+            }
+            Some((into, from)) => self.merge_leaves(into, from),
+        }
         let after = heap(&self.chunks, hi - (count - self.chunks.len()));
         self.chunk_heap = self.chunk_heap - before + after;
     }
 
-    /// [`DeadlineIndex::after_removal`] without the heap accounting.
-    fn restore_after_removal(&mut self, c: usize, l: usize) {
-        let n = self.chunks[c].leaves[l].len();
-        if n == 0 {
-            self.chunks[c].leaves.remove(l);
-            self.after_leaf_removal(c);
-            return;
-        }
-        if n >= MERGE_BELOW {
-            if l == 0 {
-                self.chunks[c].refresh_first();
-            }
-            return;
-        }
+    /// The merge that short leaf `l` of chunk `c` takes part in, if any:
+    /// into the previous leaf, or the next one into it (in this chunk or
+    /// the next one over), when both fit in one leaf under one base. The
+    /// leaf merged away always comes after the one kept, so removing it
+    /// moves nothing before it.
+    fn merge_partner(&self, c: usize, l: usize) -> Option<(LeafAt, LeafAt)> {
         let prev = if l > 0 {
             Some((c, l - 1))
         } else {
@@ -964,25 +992,21 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         } else {
             None
         };
-        // Whether leaf `from` can merge into `into`, just before it: room,
-        // and one base for both.
-        let fits = |(ic, il): (usize, usize), (fc, fl): (usize, usize)| {
+        // Whether leaf `from` can merge into `into`, just before it.
+        let fits = |(ic, il): LeafAt, (fc, fl): LeafAt| {
             let (into, from) = (&self.chunks[ic].leaves[il], &self.chunks[fc].leaves[fl]);
             into.len() + from.len() <= LEAF_CAP && into.can_hold(from.finite_span(0, from.len()))
         };
-        // Merge this leaf into the previous one, or the next one into this;
-        // the leaf merged away always comes after the one kept, so removing
-        // it moves nothing before it.
-        let (into, from) = match (prev, next) {
-            (Some(p), _) if fits(p, (c, l)) => (p, (c, l)),
-            (_, Some(x)) if fits((c, l), x) => ((c, l), x),
-            _ => {
-                if l == 0 {
-                    self.chunks[c].refresh_first();
-                }
-                return;
-            }
-        };
+        match (prev, next) {
+            (Some(p), _) if fits(p, (c, l)) => Some((p, (c, l))),
+            (_, Some(x)) if fits((c, l), x) => Some(((c, l), x)),
+            _ => None,
+        }
+    }
+
+    /// Moves leaf `from`'s pairs to the end of leaf `into`, just before it,
+    /// and drops `from`.
+    fn merge_leaves(&mut self, into: LeafAt, from: LeafAt) {
         let Some(mut gone) = self.chunks[from.0].leaves.remove(from.1) else {
             unreachable!("leaf {from:?} present");
         };

@@ -422,7 +422,9 @@ impl SlotTable {
         let n = m.from.len();
         let mut spent = 0;
         while spent < budget && m.walked + 1 < n && m.from.live > 0 {
-            let i = (m.start + 1 + m.walked) % n;
+            // `start + 1 + walked` is below `2n`: one wrap at most.
+            let i = m.start + 1 + m.walked;
+            let i = if i >= n { i - n } else { i };
             let v = m.from.buckets[i];
             m.walked += 1;
             spent += 1;
