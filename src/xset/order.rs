@@ -308,20 +308,18 @@ impl Leaf {
     /// Whether one base can hold this leaf's finite deadlines and the span
     /// `lo..=hi` together.
     fn can_hold(&self, span: Option<(u64, u64)>) -> bool {
-        let Some((lo, hi)) = span else {
-            return true;
-        };
-        let (lo, hi) = match self.finite_span(0, self.len()) {
-            Some((a, b)) => (a.min(lo), b.max(hi)),
-            None => (lo, hi),
-        };
-        hi - lo < u64::from(FAR)
+        self.span_with(span)
+            .is_none_or(|(lo, hi)| hi - lo < u64::from(FAR))
     }
 
-    /// Makes finite deadlines `lo..=hi` fit, moving the base to the
-    /// smallest finite deadline when they do not already (rewriting every
-    /// record); false, changing nothing, if no base holds them and the
-    /// leaf's own deadlines together.
+    /// The span of this leaf's finite deadlines and `span` together.
+    fn span_with(&self, span: Option<(u64, u64)>) -> Option<(u64, u64)> {
+        union(self.finite_span(0, self.len()), span)
+    }
+
+    /// Makes finite deadlines `lo..=hi` fit, moving the base when they do
+    /// not already (rewriting every record); false, changing nothing, if no
+    /// base holds them and the leaf's own deadlines together.
     fn make_room_for(&mut self, span: Option<(u64, u64)>) -> bool {
         let Some((lo, hi)) = span else {
             return true;
@@ -329,17 +327,16 @@ impl Leaf {
         if self.fits(lo) && self.fits(hi) {
             return true;
         }
-        if !self.can_hold(span) {
+        let Some((a, b)) = self.span_with(span) else {
+            return true;
+        };
+        if b - a >= u64::from(FAR) {
             return false;
         }
         // Room on the side the deadlines grow: a base as low as the
         // largest deadline allows when the new ones lie below the old
         // base (keys arriving in decreasing order then rebase once per
         // 49.7 days, not once a key), else the smallest deadline.
-        let (a, b) = match self.finite_span(0, self.len()) {
-            Some((a, b)) => (a.min(lo), b.max(hi)),
-            None => (lo, hi),
-        };
         let base = if lo < self.base {
             b - (u64::from(FAR) - 1).min(b)
         } else {
