@@ -22,7 +22,12 @@ use crate::faults::{self, Fault};
 use crate::keyspace::{self, with_write};
 use crate::xset::{AddOutcome, Compare, Presence};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use smallvec::SmallVec;
 use std::collections::HashMap;
+
+/// Members and absolute deadlines, one of them inline: an add of one
+/// member, the common case, allocates nothing to hold it.
+type Pairs<'a> = SmallVec<[(&'a RedisString, u64); 1]>;
 
 /// A parsed add.
 struct AddRequest<'a> {
@@ -39,11 +44,11 @@ struct AddRequest<'a> {
     given: usize,
     origin: Vec<usize>,
     /// Member and absolute deadline; each member once, at its last position.
-    pairs: Vec<(&'a RedisString, u64)>,
+    pairs: Pairs<'a>,
 }
 
 impl<'a> AddRequest<'a> {
-    fn plain(pairs: Vec<(&'a RedisString, u64)>) -> AddRequest<'a> {
+    fn plain(pairs: Pairs<'a>) -> AddRequest<'a> {
         AddRequest {
             presence: Presence::Any,
             compare: Compare::Any,
@@ -59,10 +64,7 @@ impl<'a> AddRequest<'a> {
 
 /// A member named twice counts once and its last deadline wins. With
 /// `origin`, records where each kept pair stood among those given.
-fn last_wins<'a>(
-    mut pairs: Vec<(&'a RedisString, u64)>,
-    origin: Option<&mut Vec<usize>>,
-) -> Vec<(&'a RedisString, u64)> {
+fn last_wins<'a>(mut pairs: Pairs<'a>, origin: Option<&mut Vec<usize>>) -> Pairs<'a> {
     let want_origin = origin.is_some();
     let mut kept: Vec<usize> = Vec::new();
     if pairs.len() > 1 {
@@ -97,8 +99,8 @@ fn parse_pairs<'a>(
     unit: TimeUnit,
     now_ms: u64,
     cmd: &str,
-) -> Result<Vec<(&'a RedisString, u64)>, RedisError> {
-    let mut pairs = Vec::with_capacity(data.len() / 2);
+) -> Result<Pairs<'a>, RedisError> {
+    let mut pairs = Pairs::with_capacity(data.len() / 2);
     for pair in data.chunks_exact(2) {
         pairs.push((&pair[0], add_deadline(&pair[1], unit, now_ms, cmd)?));
     }
@@ -284,7 +286,7 @@ fn run_add(ctx: &Context, key: &RedisString, clock: Clock, req: AddRequest) -> R
         let mut i = 0;
         // `pairs` keeps just the pairs that were written, in order: they are
         // what gets propagated, and no second vector is needed.
-        pairs.retain(|&(member, deadline_ms)| {
+        pairs.retain(|&mut (member, deadline_ms)| {
             let outcome = set.add(member.as_slice(), deadline_ms, presence, compare, now_ms);
             let (code, written) = match outcome {
                 AddOutcome::Added => {

@@ -72,15 +72,6 @@ impl Large {
         code
     }
 
-    fn find_slot(&self, member: &[u8]) -> Option<u32> {
-        let slots = &self.slots;
-        self.table.find(self.hasher.hash_one(member), |s| {
-            slots[s as usize]
-                .as_ref()
-                .is_some_and(|e| e.member() == member)
-        })
-    }
-
     /// The hash of the member at a slot, which must be occupied: what the
     /// table asks for when it moves slots. Takes the two fields, not `self`,
     /// so the table can be borrowed mutably beside it.
@@ -173,25 +164,13 @@ impl Large {
     /// into a fresh set take fresh slots in increasing order, so each pair
     /// lands at the end of the deadline index without a search.
     pub fn insert_absent(&mut self, member: &[u8], deadline_ms: u64) -> bool {
-        let hash = self.hasher.hash_one(member);
-        let slots = &self.slots;
-        let present = self.table.find(hash, |s| {
-            slots[s as usize]
-                .as_ref()
-                .is_some_and(|e| e.member() == member)
-        });
-        if present.is_some() {
-            return false;
+        match self.find_or_place(member, deadline_ms) {
+            Ok(_) => false,
+            Err(hash) => {
+                self.insert_at(hash, member, deadline_ms);
+                true
+            }
         }
-        let slot = self.take_vacant_slot();
-        let entry = Entry::new(member, self.code_for(slot, deadline_ms));
-        self.member_heap_bytes += entry.heap_bytes();
-        self.slots[slot as usize] = Some(entry);
-        let hashes = Large::slot_hashes(&self.slots, &self.hasher);
-        self.table.insert(hash, slot, hashes);
-        self.by_deadline.insert((deadline_ms, slot));
-        self.len += 1;
-        true
     }
 
     fn take_vacant_slot(&mut self) -> u32 {
@@ -209,14 +188,25 @@ impl Large {
 
 impl Store for Large {
     type Pos = u32;
+    /// The member's hash, not computed twice.
+    type Place = u64;
 
     fn len(&self) -> usize {
         self.len
     }
 
-    fn find(&self, member: &[u8]) -> Option<(u32, u64)> {
-        self.find_slot(member)
-            .map(|s| (s, self.deadline(s, self.entry(s))))
+    fn find_or_place(&self, member: &[u8], _deadline_ms: u64) -> Result<(u32, u64), u64> {
+        let hash = self.hasher.hash_one(member);
+        let slots = &self.slots;
+        let found = self.table.find(hash, |s| {
+            slots[s as usize]
+                .as_ref()
+                .is_some_and(|e| e.member() == member)
+        });
+        match found {
+            Some(s) => Ok((s, self.deadline(s, self.entry(s)))),
+            None => Err(hash),
+        }
     }
 
     fn set_deadline(&mut self, slot: u32, deadline_ms: u64) {
@@ -236,8 +226,11 @@ impl Store for Large {
     }
 
     fn insert(&mut self, member: &[u8], deadline_ms: u64) {
+        self.insert_at(self.hasher.hash_one(member), member, deadline_ms);
+    }
+
+    fn insert_at(&mut self, hash: u64, member: &[u8], deadline_ms: u64) {
         let slot = self.take_vacant_slot();
-        let hash = self.hasher.hash_one(member);
         let entry = Entry::new(member, self.code_for(slot, deadline_ms));
         self.member_heap_bytes += entry.heap_bytes();
         self.slots[slot as usize] = Some(entry);
@@ -369,7 +362,11 @@ impl Store for Large {
         for &s in &occupied {
             let e = self.entry(s);
             heap += e.heap_bytes();
-            assert_eq!(self.find_slot(e.member()), Some(s), "member findable");
+            assert_eq!(
+                self.find(e.member()).map(|f| f.0),
+                Some(s),
+                "member findable"
+            );
             assert_eq!(
                 e.code() == DeadlineCode::FAR,
                 self.far.contains_key(&s),

@@ -422,25 +422,33 @@ impl XSet {
         compare: Compare,
         now_ms: u64,
     ) -> AddOutcome {
-        // The common case, a refresh (a live member moved to another live
-        // deadline that this encoding holds), with one lookup: the position
-        // found is used to move it. Otherwise the lookup's answer (absent,
-        // or stored but expired) serves the general case below.
+        // The common cases, a refresh (a live member moved to another live
+        // deadline that this encoding holds) and a new member that this
+        // encoding has room for, with one lookup: the position found is
+        // used to move it, the place found to add it. Otherwise the
+        // lookup's answer (absent, or stored but expired) serves the
+        // general case below.
         let mut looked_up = None;
-        if presence != Presence::OnlyNew
-            && deadline_ms > now_ms
-            && !self.needs_room_for(member, deadline_ms, false)
-        {
-            let refreshed = with_store_mut!(self, s => match s.find(member) {
-                Some((pos, current)) if current > now_ms => Ok(if !compare.allows(current, deadline_ms) {
-                    AddOutcome::Skipped
-                } else if current == deadline_ms {
-                    AddOutcome::Unchanged
-                } else {
-                    s.set_deadline(pos, deadline_ms);
-                    AddOutcome::Updated
-                }),
-                found => Err(found.map(|(_, d)| d)),
+        if deadline_ms > now_ms && !self.needs_room_for(member, deadline_ms, false) {
+            let may_add = presence != Presence::OnlyExisting
+                && !self.needs_room_for(member, deadline_ms, true);
+            let refreshed = with_store_mut!(self, s => match s.find_or_place(member, deadline_ms) {
+                Ok((pos, current)) if current > now_ms => Ok(
+                    if presence == Presence::OnlyNew || !compare.allows(current, deadline_ms) {
+                        AddOutcome::Skipped
+                    } else if current == deadline_ms {
+                        AddOutcome::Unchanged
+                    } else {
+                        s.set_deadline(pos, deadline_ms);
+                        AddOutcome::Updated
+                    },
+                ),
+                Ok((_, expired)) => Err(Some(expired)),
+                Err(place) if may_add => {
+                    s.insert_at(place, member, deadline_ms);
+                    Ok(AddOutcome::Added)
+                }
+                Err(_) => Err(None),
             });
             match refreshed {
                 Ok(outcome) => return outcome,

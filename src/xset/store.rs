@@ -12,12 +12,30 @@ pub trait Store {
     /// Where a member sits; valid until the next mutation.
     type Pos: Copy;
 
+    /// What [`Store::insert_at`] needs to add a member that a lookup did
+    /// not find without searching again.
+    type Place: Copy;
+
     /// Members stored, expired or not.
     fn len(&self) -> usize;
+    /// The position and stored deadline of `member`; when it is not
+    /// stored, the place a new entry with `deadline_ms` takes. One pass:
+    /// an add of a new member looks up and places it with one search.
+    fn find_or_place(
+        &self,
+        member: &[u8],
+        deadline_ms: u64,
+    ) -> Result<(Self::Pos, u64), Self::Place>;
     /// The position and stored deadline of `member`.
-    fn find(&self, member: &[u8]) -> Option<(Self::Pos, u64)>;
+    fn find(&self, member: &[u8]) -> Option<(Self::Pos, u64)> {
+        self.find_or_place(member, u64::MAX).ok()
+    }
     /// Changes the deadline of the member at `pos`.
     fn set_deadline(&mut self, pos: Self::Pos, deadline_ms: u64);
+    /// Adds `member`, which is not stored, at `place`: what
+    /// [`Store::find_or_place`] returned for it and `deadline_ms`, with no
+    /// change to the store since.
+    fn insert_at(&mut self, place: Self::Place, member: &[u8], deadline_ms: u64);
     /// Adds a member that is not stored.
     fn insert(&mut self, member: &[u8], deadline_ms: u64);
     /// Removes the member at `pos`, returning it and its deadline.
