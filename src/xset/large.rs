@@ -17,14 +17,13 @@
 //!    set has an empty slab.
 
 use super::entry::{DeadlineCode, Entry};
+use super::hash::MemberHasher;
 use super::member::{self, Member};
 use super::order::DeadlineIndex;
 use super::slab::Chunked;
 use super::store::{Items, Store};
 use super::table::SlotTable;
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 
 /// The most trailing vacant slots one removal trims.
 const TRIM_PER_REMOVAL: usize = 64;
@@ -38,7 +37,7 @@ pub struct Large {
     by_deadline: DeadlineIndex,
     /// Exact deadlines of the entries coded [`DeadlineCode::FAR`].
     far: HashMap<u32, u64>,
-    hasher: RandomState,
+    hasher: MemberHasher,
     len: usize,
     member_heap_bytes: usize,
 }
@@ -77,10 +76,10 @@ impl Large {
     /// so the table can be borrowed mutably beside it.
     fn slot_hashes<'a>(
         slots: &'a Chunked<Option<Entry>>,
-        hasher: &'a RandomState,
+        hasher: &'a MemberHasher,
     ) -> impl Fn(u32) -> u64 + 'a {
         move |slot| match &slots[slot as usize] {
-            Some(e) => hasher.hash_one(e.member()),
+            Some(e) => hasher.hash(e.member()),
             None => unreachable!("slot {slot} indexed but vacant"),
         }
     }
@@ -128,7 +127,7 @@ impl Large {
         if entry.code() == DeadlineCode::FAR {
             self.far.remove(&slot);
         }
-        let hash = self.hasher.hash_one(entry.member());
+        let hash = self.hasher.hash(entry.member());
         let hashes = Large::slot_hashes(&self.slots, &self.hasher);
         if !self.table.remove(hash, slot, hashes) {
             unreachable!("slot {slot} missing from the table");
@@ -196,7 +195,7 @@ impl Store for Large {
     }
 
     fn find_or_place(&self, member: &[u8], _deadline_ms: u64) -> Result<(u32, u64), u64> {
-        let hash = self.hasher.hash_one(member);
+        let hash = self.hasher.hash(member);
         let slots = &self.slots;
         let found = self.table.find(hash, |s| {
             slots[s as usize]
@@ -226,7 +225,7 @@ impl Store for Large {
     }
 
     fn insert(&mut self, member: &[u8], deadline_ms: u64) {
-        self.insert_at(self.hasher.hash_one(member), member, deadline_ms);
+        self.insert_at(self.hasher.hash(member), member, deadline_ms);
     }
 
     fn insert_at(&mut self, hash: u64, member: &[u8], deadline_ms: u64) {

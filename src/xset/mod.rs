@@ -23,6 +23,7 @@ mod deadline;
 pub mod encoding;
 mod entry;
 mod glob;
+mod hash;
 mod large;
 mod member;
 mod order;

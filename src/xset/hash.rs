@@ -1,0 +1,136 @@
+//! The hash of a large set's members: SipHash-1-3, the keyed hash std's
+//! `HashMap` uses, under two 64-bit keys drawn at random for each set, so
+//! that no client can craft members that collide (the table's probes stay
+//! short whatever members arrive).
+//!
+//! std's `BuildHasher::hash_one(member)` streams the member's length and
+//! then its bytes through a buffered `Hasher`: about 210 instructions for a
+//! 12-byte member. This computes the same function family in one pass,
+//! reading the bytes in place 8 at a time: about half of that, on every
+//! lookup and insert of a large set.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+
+/// SipHash-1-3 under keys fixed at creation.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct MemberHasher {
+    k0: u64,
+    k1: u64,
+}
+
+impl Default for MemberHasher {
+    /// Keys drawn from std's per-process random source: two outputs of a
+    /// SipHash under its secret keys, unpredictable from outside.
+    fn default() -> MemberHasher {
+        let random = RandomState::new();
+        MemberHasher {
+            k0: random.hash_one(0u8),
+            k1: random.hash_one(1u8),
+        }
+    }
+}
+
+impl MemberHasher {
+    /// The hash of `bytes`. O(len).
+    #[inline]
+    pub fn hash(&self, bytes: &[u8]) -> u64 {
+        siphash::<1, 3>(self.k0, self.k1, bytes)
+    }
+}
+
+/// SipHash-c-d of `bytes` under keys `k0`, `k1`, as the SipHash paper
+/// defines it (little-endian words, the length's low byte in the last
+/// word's top byte).
+#[inline(always)]
+fn siphash<const C: usize, const D: usize>(k0: u64, k1: u64, bytes: &[u8]) -> u64 {
+    let mut v = [
+        k0 ^ 0x736f_6d65_7073_6575,
+        k1 ^ 0x646f_7261_6e64_6f6d,
+        k0 ^ 0x6c79_6765_6e65_7261,
+        k1 ^ 0x7465_6462_7974_6573,
+    ];
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut m = [0u8; 8];
+        m.copy_from_slice(word);
+        compress::<C>(&mut v, u64::from_le_bytes(m));
+    }
+    let rest = words.remainder();
+    let mut tail = [0u8; 8];
+    tail[..rest.len()].copy_from_slice(rest);
+    tail[7] = bytes.len() as u8;
+    compress::<C>(&mut v, u64::from_le_bytes(tail));
+    v[2] ^= 0xff;
+    for _ in 0..D {
+        round(&mut v);
+    }
+    v[0] ^ v[1] ^ v[2] ^ v[3]
+}
+
+/// Absorbs one message word with `C` rounds.
+#[inline(always)]
+fn compress<const C: usize>(v: &mut [u64; 4], m: u64) {
+    v[3] ^= m;
+    for _ in 0..C {
+        round(v);
+    }
+    v[0] ^= m;
+}
+
+/// One SipRound.
+#[inline(always)]
+fn round(v: &mut [u64; 4]) {
+    v[0] = v[0].wrapping_add(v[1]);
+    v[1] = v[1].rotate_left(13) ^ v[0];
+    v[0] = v[0].rotate_left(32);
+    v[2] = v[2].wrapping_add(v[3]);
+    v[3] = v[3].rotate_left(16) ^ v[2];
+    v[0] = v[0].wrapping_add(v[3]);
+    v[3] = v[3].rotate_left(21) ^ v[0];
+    v[2] = v[2].wrapping_add(v[1]);
+    v[1] = v[1].rotate_left(17) ^ v[2];
+    v[2] = v[2].rotate_left(32);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::Hasher;
+
+    #[test]
+    fn matches_the_papers_test_vector() {
+        // SipHash-2-4, key 00..0f, message 00..0e (the paper's appendix A).
+        let k0 = u64::from_le_bytes([0, 1, 2, 3, 4, 5, 6, 7]);
+        let k1 = u64::from_le_bytes([8, 9, 10, 11, 12, 13, 14, 15]);
+        let msg: Vec<u8> = (0..15).collect();
+        assert_eq!(siphash::<2, 4>(k0, k1, &msg), 0xa129_ca61_49be_45e5);
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn matches_std_siphash_at_every_length() {
+        // std's SipHasher is SipHash-2-4; the same code with 1 and 3
+        // rounds is the 1-3 variant.
+        let (k0, k1) = (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210);
+        let bytes: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for len in 0..bytes.len() {
+            let mut std = std::hash::SipHasher::new_with_keys(k0, k1);
+            std.write(&bytes[..len]);
+            assert_eq!(
+                siphash::<2, 4>(k0, k1, &bytes[..len]),
+                std.finish(),
+                "{len}"
+            );
+        }
+    }
+
+    #[test]
+    fn keys_differ_between_sets_and_change_the_hash() {
+        let (a, b) = (MemberHasher::default(), MemberHasher::default());
+        assert_ne!((a.k0, a.k1), (b.k0, b.k1));
+        assert_ne!(a.hash(b"member"), b.hash(b"member"));
+        assert_eq!(a.hash(b"member"), a.hash(b"member"));
+        assert_ne!(a.hash(b""), a.hash(b"\0"));
+    }
+}
