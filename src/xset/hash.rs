@@ -12,16 +12,18 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
-/// SipHash-1-3 under keys fixed at creation.
-#[derive(Clone, Copy, Debug)]
+/// SipHash-1-3 under keys fixed at creation. Not `Debug`: the keys are
+/// what keeps crafted collisions out, and must not reach a log.
+#[derive(Clone, Copy)]
 pub(super) struct MemberHasher {
     k0: u64,
     k1: u64,
 }
 
 impl Default for MemberHasher {
-    /// Keys drawn from std's per-process random source: two outputs of a
-    /// SipHash under its secret keys, unpredictable from outside.
+    /// Keys drawn from std's `RandomState` (seeded at random once per
+    /// thread, its first key stepped by one per state): two outputs of a
+    /// SipHash under those secret keys, unpredictable from outside.
     fn default() -> MemberHasher {
         let random = RandomState::new();
         MemberHasher {
@@ -110,8 +112,10 @@ mod tests {
     #[test]
     #[allow(deprecated)]
     fn matches_std_siphash_at_every_length() {
-        // std's SipHasher is SipHash-2-4; the same code with 1 and 3
-        // rounds is the 1-3 variant.
+        // std's SipHasher is SipHash-2-4. What the sets use is the same
+        // generic code with 1 and 3 rounds: the word reads, the tail and
+        // the finalisation checked here are shared, only the round counts
+        // differ.
         let (k0, k1) = (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210);
         let bytes: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
         for len in 0..bytes.len() {

@@ -228,6 +228,10 @@ fn write_entry(buf: &mut Vec<u8>, pos: SmallPos, member: &[u8], value: u64) {
     if new_len > buf.capacity() {
         buf.reserve_exact(member::allocation_size(new_len) - old_len);
     }
+    // An entry is never shorter than the delta it splits (the two deltas
+    // together need at least its bytes), so this grows; the `max` and the
+    // `truncate` keep the moves in bounds even if it did not.
+    debug_assert!(new_len > old_len);
     buf.resize(new_len.max(old_len), 0);
     buf.copy_within(replaced.end..old_len, replaced.start + len);
     buf.truncate(new_len);
@@ -263,8 +267,13 @@ impl Small {
     /// to the size class of their new length: no reallocation while that
     /// class stays the same.
     fn edit(&mut self, edit: impl FnOnce(&mut Vec<u8>)) {
+        let used = std::mem::take(&mut self.used) as usize;
+        // Taken with `used` reset: a panic inside `edit` (caught by the
+        // command guard or the expiry cycle) leaves a set that reads as
+        // empty, which the guard's repair then deletes or re-sends, not a
+        // length past the buffer's end.
         let mut buf = std::mem::take(&mut self.buf).into_vec();
-        buf.truncate(self.used as usize);
+        buf.truncate(used);
         edit(&mut buf);
         self.set_buffer(buf);
     }
@@ -523,6 +532,21 @@ mod tests {
                 assert_eq!(n, (64 - v.leading_zeros() as usize).div_ceil(7).max(1));
             }
         }
+    }
+
+    #[test]
+    fn a_panic_inside_an_edit_leaves_a_readable_buffer() {
+        let mut s = Small::default();
+        for i in 0..20u64 {
+            s.insert(format!("m{i}").as_bytes(), 1_000 + i);
+        }
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.edit(|_| panic!("a bug mid-edit"));
+        }));
+        assert!(caught.is_err());
+        // What the guards' repair reads before deleting or re-sending it.
+        assert_eq!(s.iter_all().count(), 0);
+        assert!(s.find(b"m3").is_none());
     }
 
     #[test]
