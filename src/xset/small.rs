@@ -195,34 +195,28 @@ fn insertion_point(buf: &[u8], from: SmallPos, value: u64) -> SmallPos {
     SmallPos { at, base }
 }
 
-/// The most bytes one entry takes: a 48-bit delta, the length, the member.
-const MAX_ENTRY: usize = 7 + 1 + 255;
-
 /// Writes into `buf` an entry for `member` with stored deadline `value` at
 /// `pos`, before the entry there (if any), whose delta is recomputed from
 /// the new one. Grows `buf`, when it must, to the size class of its new
-/// length; the entry is built on the stack, so nothing else is allocated.
+/// length; the entry's parts are written in place, so nothing else is
+/// allocated or copied twice.
 fn write_entry(buf: &mut Vec<u8>, pos: SmallPos, member: &[u8], value: u64) {
-    let mut bytes = [0u8; MAX_ENTRY + 7];
     let (delta, n) = varint(value - pos.base);
-    bytes[..n].copy_from_slice(&delta[..n]);
     // The owner converts to the large encoding before a member longer
     // than 255 bytes or a deadline past 48 bits could arrive here.
-    bytes[n] = member.len() as u8;
     let mut len = n + 1 + member.len();
-    bytes[n + 1..len].copy_from_slice(member);
     let mut replaced = pos.at..pos.at;
+    let mut next = ([0u8; 10], 0);
     if pos.at < buf.len() {
         // The next entry's delta as it lies in the buffer: its length is
         // read, not re-derived.
         let (old_delta, old_n) = read_varint(&buf[pos.at..]);
-        let (new, new_n) = varint(pos.base + old_delta - value);
-        bytes[len..len + new_n].copy_from_slice(&new[..new_n]);
-        len += new_n;
+        next = varint(pos.base + old_delta - value);
+        len += next.1;
         replaced = pos.at..pos.at + old_n;
     }
-    // The bytes after `replaced` move by the difference, then the entry
-    // is copied in: two moves, where a splice went byte by byte.
+    // The bytes after `replaced` move by the difference, then the parts
+    // are written into the gap.
     let old_len = buf.len();
     let new_len = old_len + len - replaced.len();
     if new_len > buf.capacity() {
@@ -235,7 +229,14 @@ fn write_entry(buf: &mut Vec<u8>, pos: SmallPos, member: &[u8], value: u64) {
     buf.resize(new_len.max(old_len), 0);
     buf.copy_within(replaced.end..old_len, replaced.start + len);
     buf.truncate(new_len);
-    buf[replaced.start..replaced.start + len].copy_from_slice(&bytes[..len]);
+    let gap = &mut buf[replaced.start..replaced.start + len];
+    let (head, rest) = gap.split_at_mut(n);
+    head.copy_from_slice(&delta[..n]);
+    let (length, rest) = rest.split_at_mut(1);
+    length[0] = member.len() as u8;
+    let (bytes, tail) = rest.split_at_mut(member.len());
+    bytes.copy_from_slice(member);
+    tail.copy_from_slice(&next.0[..next.1]);
 }
 
 /// Cuts the entry at `pos` out of `buf` (which keeps its capacity); the
