@@ -327,9 +327,8 @@ impl Leaf {
         if self.fits(lo) && self.fits(hi) {
             return true;
         }
-        let Some((a, b)) = self.span_with(span) else {
-            return true;
-        };
+        // The union with a finite span is finite.
+        let (a, b) = self.span_with(span).unwrap_or((lo, hi));
         if b - a >= u64::from(FAR) {
             return false;
         }
@@ -933,15 +932,13 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // The common cases: nothing to merge, no header moves, no heap
         // changes hands (a short leaf whose neighbours cannot take it stays
         // as it is: what expiry's pops meet before a leaf empties).
-        let merge = match n {
-            0 => None,
-            n if n >= MERGE_BELOW => {
-                if l == 0 {
-                    self.chunks[c].refresh_first();
-                }
-                return;
-            }
-            _ => match self.merge_partner(c, l) {
+        let merge = if n == 0 {
+            None
+        } else {
+            match (n < MERGE_BELOW)
+                .then(|| self.merge_partner(c, l))
+                .flatten()
+            {
                 Some(merge) => Some(merge),
                 None => {
                     if l == 0 {
@@ -949,7 +946,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                     }
                     return;
                 }
-            },
+            }
         };
         // Only chunks `c - 1` to `c + 2` change (a leaf merge reaches one
         // chunk either side, a chunk merge one more after), and those
