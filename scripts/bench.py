@@ -915,27 +915,44 @@ def bench_verbs(args):
 
 # ---------------------------------------------------------------- big
 
-def fill_random_ttls(srv, key, n, seed):
+def stream(srv, batches):
+    """Sends each batch (a list of encoded commands) while the replies to
+    the one before are read: one batch in flight at a time."""
+    c, inflight = Conn(srv.port), 0
+    for cmds in batches:
+        c.sock.sendall(b"".join(cmds))
+        c.lines(inflight)
+        inflight = len(cmds)
+    c.lines(inflight)
+    c.close()
+
+
+def fill_random_ttls(srv, key, n):
     """Members M(0)..M(n-1) (as redis-benchmark spells __rand_int__), each
     with a TTL of 10^12 + a random 0..n-1 milliseconds (what bench_big's
-    adds draw), 1000 a command, streamed: one batch of commands in flight
-    while the next is encoded."""
-    rng, c, per, inflight = random.Random(seed), Conn(srv.port), 1000, None
-    for lo in range(0, n, per * 50):
-        cmds = []
-        for b in range(lo, min(n, lo + per * 50), per):
-            m = min(per, n - b)
-            body = b"".join(b"$12\r\n%012d\r\n" % i + bulk(10**12 + rng.randrange(n))
-                            for i in range(b, b + m))
-            cmds.append(b"*%d\r\n" % (5 + 2 * m) + b"".join(
-                map(bulk, ["XSET.ADDEX", key, "PX", "MEMBERS", m])) + body)
-        c.sock.sendall(b"".join(cmds))
-        if inflight:
-            c.lines(inflight)
-        inflight = len(cmds)
-    if inflight:
-        c.lines(inflight)
-    c.close()
+    adds draw), 1000 a command, streamed."""
+    rng, per = random.Random(n), 1000
+
+    def command(b):
+        m = min(per, n - b)
+        body = b"".join(b"$12\r\n%012d\r\n" % i + bulk(10**12 + rng.randrange(n))
+                        for i in range(b, b + m))
+        return b"*%d\r\n" % (5 + 2 * m) + b"".join(
+            map(bulk, ["XSET.ADDEX", key, "PX", "MEMBERS", m])) + body
+    stream(srv, ([command(b) for b in range(lo, min(n, lo + per * 50), per)]
+                 for lo in range(0, n, per * 50)))
+
+
+def fill_plain_set(srv, key, n):
+    """A plain set of the same members, 1000 a SADD, streamed."""
+    per = 1000
+
+    def command(b):
+        m = min(per, n - b)
+        return b"*%d\r\n" % (2 + m) + bulk("SADD") + bulk(key) + b"".join(
+            b"$12\r\n%012d\r\n" % i for i in range(b, b + m))
+    stream(srv, ([command(b) for b in range(lo, min(n, lo + per * 50), per)]
+                 for lo in range(0, n, per * 50)))
 
 
 def bench_big(args):
@@ -944,56 +961,79 @@ def bench_big(args):
     refresh leaves a random place of the deadline index for another).
     XSET.ADDEX PX, because XSET.ADD's TTL in seconds cannot be drawn by
     redis-benchmark without leading zeros or an absurd TTL; both run the
-    same add."""
+    same add. SADD of present members on plain sets of the same sizes
+    runs beside, as the native reference for the same growth."""
     small, large = (100_000, 1_000_000) if args.quick else (1_000_000, 10_000_000)
     ops = 100_000 if args.quick else 1_000_000
-    sizes = [(small, "big:small"), (large, "big:large")]
-    srv, res = Server(floor=False), {n: [] for n, _ in sizes}
-    try:
-        for n, key in sizes:
-            t0 = time.time()
-            fill_random_ttls(srv, key, n, seed=n)
-            got = srv.ctl.call("XSET.CARD", key)
-            if got != n:
-                raise RuntimeError(f"{key}: {got} members after the fill, {n} expected")
-            log(f"{key}: {human(n)} members filled in {time.time() - t0:.1f} s")
-        mem = int(info(srv.ctl, "memory")["used_memory"])
-        for run in range(args.runs):
-            order = sizes if run % 2 == 0 else sizes[::-1]
-            for n, key in order:
-                # A random member (present: a refresh) to a random deadline
-                # among the others: it leaves a random place of the deadline
-                # index for another. (__rand_int__ is 12 digits with leading
-                # zeros, which no integer argument accepts: hence the "1".)
-                rps, cpu = redis_benchmark(
-                    srv, f"XSET.ADDEX {key} PX MEMBERS 1 __rand_int__ 1__rand_int__", n, ops, 16)
-                res[n].append((rps, cpu))
-                log(f"run {run + 1}/{args.runs}: {human(n)}: {rps / 1000:,.0f} kops/s, "
-                    f"{cpu:.2f} us/op server CPU")
-    finally:
-        srv.stop()
-    ops_ratio = median([a[0] / b[0] for a, b in zip(res[small], res[large])])
-    cpu_ratio = median([b[1] / a[1] for a, b in zip(res[small], res[large])])
-    rows = []
-    for n, _ in sizes:
-        rows.append([human(n), f"{median([r[0] for r in res[n]]) / 1000:,.0f}",
-                     f"{median([r[1] for r in res[n]]):.2f}",
-                     "1.00" if n == small else f"{ops_ratio:.2f}",
-                     "1.00x" if n == small else f"{cpu_ratio:.2f}x"])
+    sizes = [(small, "small"), (large, "large")]
+    # Each kind on its own server, so that neither's memory sits beside
+    # the other's: xset's keys, then plain sets of the same members for
+    # SADD of a present member (a lookup that changes nothing), what the
+    # same growth costs a native set.
+    kinds = {"xset": (fill_random_ttls, "XSET.CARD",
+                      "XSET.ADDEX {} PX MEMBERS 1 __rand_int__ 1__rand_int__"),
+             "SADD": (fill_plain_set, "SCARD", "SADD {} __rand_int__")}
+    res, mem = {(kind, n): [] for kind in kinds for n, _ in sizes}, {}
+    for kind, (fill, card, cmd) in kinds.items():
+        srv = Server(floor=False)
+        try:
+            for n, key in sizes:
+                t0 = time.time()
+                fill(srv, key, n)
+                got = srv.ctl.call(card, key)
+                if got != n:
+                    raise RuntimeError(f"{kind} {key}: {got} members after the fill, {n} expected")
+                log(f"{kind} {key}: {human(n)} members filled in {time.time() - t0:.1f} s")
+            mem[kind] = int(info(srv.ctl, "memory")["used_memory"])
+            for run in range(args.runs):
+                for n, key in (sizes if run % 2 == 0 else sizes[::-1]):
+                    # xset: a random member (present: a refresh) to a random
+                    # deadline among the others: it leaves a random place of
+                    # the deadline index for another. (__rand_int__ is 12
+                    # digits with leading zeros, which no integer argument
+                    # accepts: hence the "1".)
+                    rps, cpu = redis_benchmark(srv, cmd.format(key), n, ops, 16)
+                    res[kind, n].append((rps, cpu))
+                    log(f"run {run + 1}/{args.runs}: {kind} {human(n)}: "
+                        f"{rps / 1000:,.0f} kops/s, {cpu:.2f} us/op server CPU")
+        finally:
+            srv.stop()
+
+    def ratios(kind):
+        pairs = list(zip(res[kind, small], res[kind, large]))
+        return (median([a[0] / b[0] for a, b in pairs]),
+                median([b[1] / a[1] for a, b in pairs]))
+
+    got, rows = {kind: ratios(kind) for kind in kinds}, []
+    for kind in kinds:
+        ops_ratio, cpu_ratio = got[kind]
+        for n, _ in sizes:
+            rows.append([f"{kind} {human(n)}",
+                         f"{median([r[0] for r in res[kind, n]]) / 1000:,.0f}",
+                         f"{median([r[1] for r in res[kind, n]]):.2f}",
+                         "1.00" if n == small else f"{ops_ratio:.2f}",
+                         "1.00x" if n == small else f"{cpu_ratio:.2f}x"])
+    ops_ratio, cpu_ratio = got["xset"]
     target = "MET" if max(ops_ratio, cpu_ratio) <= 1.3 else "MISSED"
-    table(f"Big set: adds (XSET.ADDEX PX) with random TTLs on one key of {human(large)} members against "
-          f"{human(small)}, same server and run",
+    table(f"Big set: adds (XSET.ADDEX PX) with random TTLs on one key of {human(large)} members "
+          f"against {human(small)}, same server and run; SADD on plain sets of the same members, "
+          "in a server of their own",
           ["members", "kops/s", "server CPU us/op", f"cost vs {human(small)} (ops)",
            f"cost vs {human(small)} (CPU)"], rows,
           notes=[f"redis-benchmark -c 50 -P 16 -n {ops:,} -r <members> XSET.ADDEX key PX MEMBERS 1 "
                  "__rand_int__ 1__rand_int__ (a present member, TTL 10^12 ms + 0..n-1 ms);",
+                 "SADD key __rand_int__ on plain sets: a present member, a lookup that changes "
+                 "nothing: what the same growth costs a native set;",
                  f"keys filled with members 0..n-1, TTLs drawn the same way; medians of "
                  f"{args.runs} run(s), sizes alternated; cost = {human(small)}'s ops/s over "
                  "this size's, and CPU per op over CPU per op.",
-                 f"used_memory with both keys: {mem / 2**20:,.0f} MiB. Issue target: cost at "
-                 f"{human(large)} <= 1.3x the cost at {human(small)}: {target}."])
-    return dict(small=small, large=large, ops=ops, runs={human(n): res[n] for n in res},
-                ops_ratio=ops_ratio, cpu_ratio=cpu_ratio, used_memory=mem)
+                 f"used_memory with both keys: xset {mem['xset'] / 2**20:,.0f} MiB, plain sets "
+                 f"{mem['SADD'] / 2**20:,.0f} MiB. Issue target: xset's "
+                 f"cost at {human(large)} <= 1.3x its cost at {human(small)}: {target}."])
+    return dict(small=small, large=large, ops=ops,
+                runs={f"{kind} {human(n)}": res[kind, n] for kind, n in res},
+                ops_ratio=ops_ratio, cpu_ratio=cpu_ratio,
+                sadd_ops_ratio=got["SADD"][0], sadd_cpu_ratio=got["SADD"][1], used_memory=mem)
 
 
 # ---------------------------------------------------------------- main
