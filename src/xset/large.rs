@@ -61,6 +61,20 @@ impl Large {
             })
     }
 
+    /// Whether a deadline index pair is its member's: its slot is occupied
+    /// by a member with that deadline. Pairs a refresh left behind are not
+    /// (see [`super::order`]). Takes the two fields, not `self`, so the
+    /// index can be borrowed mutably beside them.
+    fn holds<'a>(
+        slots: &'a Chunked<Option<Entry>>,
+        far: &'a HashMap<u32, u64>,
+    ) -> impl Fn((u64, u32)) -> bool + 'a {
+        move |(d, s)| match slots.get(s as usize) {
+            Some(Some(e)) => e.code().exact().or_else(|| far.get(&s).copied()) == Some(d),
+            _ => false,
+        }
+    }
+
     /// Records `deadline_ms` of `slot` aside if its code is far, and returns
     /// the code.
     fn code_for(&mut self, slot: u32, deadline_ms: u64) -> DeadlineCode {
@@ -221,7 +235,9 @@ impl Store for Large {
             Some(e) => e.set_code(code),
             None => unreachable!("slot {slot} indexed but vacant"),
         }
-        self.by_deadline.replace((old, slot), (deadline_ms, slot));
+        let live = Large::holds(&self.slots, &self.far);
+        self.by_deadline
+            .replace((old, slot), (deadline_ms, slot), &live);
     }
 
     fn insert(&mut self, member: &[u8], deadline_ms: u64) {
@@ -235,7 +251,8 @@ impl Store for Large {
         self.slots[slot as usize] = Some(entry);
         let hashes = Large::slot_hashes(&self.slots, &self.hasher);
         self.table.insert(hash, slot, hashes);
-        self.by_deadline.insert((deadline_ms, slot));
+        let live = Large::holds(&self.slots, &self.far);
+        self.by_deadline.insert((deadline_ms, slot), &live);
         self.len += 1;
     }
 
@@ -244,7 +261,9 @@ impl Store for Large {
             Some(e) => e,
             None => unreachable!("slot {slot} indexed but vacant"),
         };
-        self.by_deadline.remove((self.deadline(slot, &entry), slot));
+        let key = (self.deadline(slot, &entry), slot);
+        self.by_deadline
+            .remove(key, &Large::holds(&self.slots, &self.far));
         self.release_slot(slot, entry)
     }
 
@@ -253,12 +272,13 @@ impl Store for Large {
         if !due(deadline_ms) {
             return None;
         }
-        // The first pair is popped, not searched for again.
-        self.by_deadline.pop_first();
         let entry = match self.slots[slot as usize].take() {
             Some(e) => e,
             None => unreachable!("slot {slot} indexed but vacant"),
         };
+        // The first pair is popped, not searched for again.
+        self.by_deadline
+            .pop_first(&Large::holds(&self.slots, &self.far));
         Some(self.release_slot(slot, entry))
     }
 
@@ -267,13 +287,20 @@ impl Store for Large {
     }
 
     fn live_len(&self, now_ms: u64) -> usize {
-        self.len - self.by_deadline.count_below((now_ms.saturating_add(1), 0))
+        let live = Large::holds(&self.slots, &self.far);
+        self.len
+            - self
+                .by_deadline
+                .count_below((now_ms.saturating_add(1), 0), &live)
     }
 
     fn iter_live(&self, now_ms: u64, rev: bool) -> Items<'_> {
         // Live means a deadline after `now_ms`; `NO_DEADLINE` is `u64::MAX`,
         // so saturating keeps it live.
-        let range = self.by_deadline.iter_from((now_ms.saturating_add(1), 0));
+        let range = self.by_deadline.iter_from(
+            (now_ms.saturating_add(1), 0),
+            Large::holds(&self.slots, &self.far),
+        );
         let pick = move |(d, s): (u64, u32)| (self.entry(s).member(), d);
         if rev {
             Box::new(range.rev().map(pick))
@@ -283,7 +310,9 @@ impl Store for Large {
     }
 
     fn iter_between(&self, lo: u64, hi: u64, rev: bool) -> Items<'_> {
-        let range = self.by_deadline.between(lo, hi);
+        let range = self
+            .by_deadline
+            .between(lo, hi, Large::holds(&self.slots, &self.far));
         let pick = move |(d, s): (u64, u32)| (self.entry(s).member(), d);
         if rev {
             Box::new(range.rev().map(pick))
@@ -293,13 +322,14 @@ impl Store for Large {
     }
 
     fn count_between(&self, lo: u64, hi: u64) -> usize {
-        self.by_deadline.count_between(lo, hi)
+        let live = Large::holds(&self.slots, &self.far);
+        self.by_deadline.count_between(lo, hi, &live)
     }
 
     fn iter_all(&self) -> Items<'_> {
         Box::new(
             self.by_deadline
-                .iter()
+                .iter(Large::holds(&self.slots, &self.far))
                 .map(move |(d, s)| (self.entry(s).member(), d)),
         )
     }
@@ -373,7 +403,8 @@ impl Store for Large {
             );
         }
         assert_eq!(heap, self.member_heap_bytes, "member heap bytes");
-        self.by_deadline.check_invariants();
+        self.by_deadline
+            .check_invariants(&Large::holds(&self.slots, &self.far));
         self.table
             .check_invariants(Large::slot_hashes(&self.slots, &self.hasher));
         let coded_far = occupied
@@ -381,7 +412,7 @@ impl Store for Large {
             .filter(|&&s| self.entry(s).code() == DeadlineCode::FAR)
             .count();
         assert_eq!(self.far.len(), coded_far, "no stray far deadline");
-        for (d, s) in self.by_deadline.iter() {
+        for (d, s) in self.by_deadline.iter(Large::holds(&self.slots, &self.far)) {
             assert_eq!(
                 self.deadline(s, self.entry(s)),
                 d,

@@ -39,7 +39,23 @@
 //! 3. no chunk is empty or holds more than [`CHUNK_CAP`] leaves, and each
 //!    chunk's first pair and count are its leaves';
 //! 4. `len` is the number of pairs;
-//! 5. a leaf's finite deadlines lie in `base..base + 2^32 - 1`.
+//! 5. a leaf's finite deadlines lie in `base..base + 2^32 - 1`;
+//! 6. each leaf, chunk and the index count their stale pairs exactly, and
+//!    the first pair is live.
+//!
+//! Stale pairs. A refresh that moves a member's deadline to another leaf
+//! leaves the old pair where it is and only counts it stale in its leaf's
+//! header ([`DeadlineIndex::retire`]): the leaf's records, a random access
+//! in a large index, are not read. The owner says which pairs are live
+//! (`live`, asked about any pair; it answers for the state after the
+//! operation that asks, so the owner updates its members first). A leaf
+//! drops its stale pairs when they outnumber its live ones, before it
+//! splits, spills or rebases, and when it is first in the index, so the
+//! first pair is always live and stale pairs hold at most about half the
+//! records. Inserting a key that is there, stale, makes it live again.
+//! Counts subtract the counted stale pairs of whole leaves and chunks and
+//! ask `live` only about the part of a leaf that a window cuts, when that
+//! leaf holds stale pairs; iteration skips the pairs `live` denies.
 
 use std::collections::VecDeque;
 
@@ -202,6 +218,9 @@ struct Leaf {
     first_slot: u32,
     start: u8,
     len: u8,
+    /// How many of the pairs are stale: left by a refresh that moved its
+    /// member's deadline, dropped when the leaf is purged.
+    stale: u8,
 }
 
 impl Leaf {
@@ -218,6 +237,7 @@ impl Leaf {
             first_slot: 0,
             start: 0,
             len: 0,
+            stale: 0,
         }
     }
 
@@ -384,6 +404,32 @@ impl Leaf {
         self.recs[s..s + n].partition_point(|&r| r < t)
     }
 
+    /// Drops the stale pairs (those `live` denies; the leaf knows how many),
+    /// keeping the others in order, and returns how many went. Only pairs
+    /// up to the last stale one are asked about.
+    fn purge(&mut self, live: &impl Fn(Key) -> bool) -> usize {
+        let want = usize::from(self.stale);
+        let (s, n) = (self.start(), self.len());
+        let (mut kept, mut gone) = (s, 0);
+        for i in s..s + n {
+            let rec = self.recs[i];
+            if gone < want && !live(self.decode(rec)) {
+                gone += 1;
+            } else {
+                self.recs[kept] = rec;
+                kept += 1;
+            }
+        }
+        debug_assert_eq!(gone, want, "stale pairs counted");
+        self.len -= gone as u8;
+        self.stale = 0;
+        if self.len == 0 {
+            self.start = 0;
+        }
+        self.refresh_first();
+        gone
+    }
+
     /// Inserts `key` at position `i`; the records must have room and the
     /// key must fit (an empty leaf takes its deadline as the base).
     fn insert_at(&mut self, i: usize, key: Key) {
@@ -541,12 +587,15 @@ struct Chunk {
     leaves: VecDeque<Leaf>,
     first: Key,
     len: usize,
+    /// The leaves' stale pairs, summed.
+    stale: usize,
 }
 
 impl Chunk {
     fn new(leaves: VecDeque<Leaf>) -> Chunk {
         let mut chunk = Chunk {
             len: leaves.iter().map(Leaf::len).sum(),
+            stale: leaves.iter().map(|l| usize::from(l.stale)).sum(),
             first: (0, 0),
             leaves,
         };
@@ -581,9 +630,25 @@ impl Chunk {
             + self.leaves.iter().map(Leaf::heap_bytes).sum::<usize>()
     }
 
-    /// Pairs in the leaves before leaf `l`, plus `p`.
-    fn count_before(&self, l: usize, p: usize) -> usize {
-        self.leaves.range(..l).map(Leaf::len).sum::<usize>() + p
+    /// Live pairs in the leaves before leaf `l`, plus those among the
+    /// first `p` of leaf `l` (asked of `live` only if that leaf holds
+    /// stale pairs).
+    fn count_before(&self, l: usize, p: usize, live: &impl Fn(Key) -> bool) -> usize {
+        let whole = self
+            .leaves
+            .range(..l)
+            .map(|leaf| leaf.len() - usize::from(leaf.stale))
+            .sum::<usize>();
+        let part = match self.leaves.get(l) {
+            Some(leaf) if leaf.stale > 0 => (0..p).filter(|&i| live(leaf.key(i))).count(),
+            _ => p,
+        };
+        whole + part
+    }
+
+    /// Live pairs.
+    fn live_len(&self) -> usize {
+        self.len - self.stale
     }
 }
 
@@ -603,16 +668,19 @@ struct Cursor {
 #[derive(Clone, Default)]
 pub(super) struct DeadlineIndex<const CHUNK: usize = CHUNK_CAP> {
     chunks: VecDeque<Chunk>,
+    /// Pairs held, stale ones included.
     len: usize,
+    /// Stale pairs held.
+    stale: usize,
     /// The chunks' [`Chunk::heap_bytes`], summed as they change, so that
     /// [`DeadlineIndex::heap_bytes`] is O(1).
     chunk_heap: usize,
 }
 
 impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
-    /// Number of pairs. O(1).
+    /// Number of live pairs. O(1).
     pub fn len(&self) -> usize {
-        self.len
+        self.len - self.stale
     }
 
     /// Whether the leaves are likely out of cache ([`COLD_ABOVE`]).
@@ -633,11 +701,17 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         (c, self.chunks[c].locate(key))
     }
 
-    /// Adds `key`, which must not be present. O(log n + leaf size + chunk
-    /// size): a leaf split shifts at most [`CHUNK_CAP`] headers.
-    pub fn insert(&mut self, key: Key) {
-        self.len += 1;
+    /// Adds `key`, which must not be live (it may be present and stale: it
+    /// is then live again). O(log n + leaf size + chunk size): a leaf split
+    /// shifts at most [`CHUNK_CAP`] headers.
+    pub fn insert(&mut self, key: Key, live: &impl Fn(Key) -> bool) {
+        self.insert_pair(key, live);
+        self.settle_front(live);
+    }
+
+    fn insert_pair(&mut self, key: Key, live: &impl Fn(Key) -> bool) {
         if self.chunks.is_empty() {
+            self.len += 1;
             let mut leaf = Leaf::with_capacity(capacity_for(1));
             leaf.insert_at(0, key);
             let chunk = Chunk::new(VecDeque::from([leaf]));
@@ -657,14 +731,13 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         } else {
             self.locate(key)
         };
-        self.insert_in(c, l, key);
+        self.insert_in(c, l, key, live);
     }
 
     /// Inserts `key` into leaf `l` of chunk `c`, where it belongs.
-    fn insert_in(&mut self, c: usize, l: usize, key: Key) {
+    fn insert_in(&mut self, c: usize, l: usize, key: Key, live: &impl Fn(Key) -> bool) {
         let cold = self.cold();
         let chunk = &mut self.chunks[c];
-        chunk.len += 1;
         let leaf = &mut chunk.leaves[l];
 
         // Appending past the last pair (a refresh with the usual TTL, a
@@ -674,7 +747,24 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         } else {
             leaf.rank(key, cold)
         };
-        debug_assert!(pos == leaf.len() || leaf.key(pos) != key);
+        if pos < leaf.len() && leaf.key(pos) == key {
+            // The key is here, stale (a member back at a deadline it had,
+            // or a slot reused with it): it is live again.
+            debug_assert!(leaf.stale > 0, "a live key inserted again");
+            leaf.stale -= 1;
+            chunk.stale -= 1;
+            self.stale -= 1;
+            return;
+        }
+        // A leaf that must split, spill or rebase drops its stale pairs
+        // first (which may leave room): pairs moved elsewhere are all live.
+        if leaf.stale > 0 && (leaf.len() == LEAF_CAP || !leaf.fits(key.0)) {
+            self.purge_leaf(c, l, live);
+            self.insert_pair(key, live);
+            return;
+        }
+        self.len += 1;
+        chunk.len += 1;
         // A key appended past a full leaf starts a new one: this leaf's
         // base need not hold it.
         if pos < LEAF_CAP && !leaf.fits(key.0) && !leaf.make_room_for(finite(key.0)) {
@@ -849,23 +939,26 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let before = chunk.heap_bytes();
         let right = Chunk::new(chunk.leaves.split_off(at));
         chunk.len -= right.len;
+        chunk.stale -= right.stale;
         self.chunk_heap = self.chunk_heap - before + chunk.heap_bytes() + right.heap_bytes();
         self.chunks.insert(c + 1, right);
     }
 
-    /// Removes `key`; false if it was not present. O(log n + leaf size +
-    /// chunk size).
-    pub fn remove(&mut self, key: Key) -> bool {
+    /// Removes `key`, live; false if it was not present. O(log n + leaf
+    /// size + chunk size).
+    pub fn remove(&mut self, key: Key, live: &impl Fn(Key) -> bool) -> bool {
         if self.chunks.is_empty() {
             return false;
         }
         let (c, l) = self.locate(key);
-        self.remove_in(c, l, key)
+        let removed = self.remove_in(c, l, key, live);
+        self.settle_front(live);
+        removed
     }
 
     /// Removes `key` from leaf `l` of chunk `c`, where it would be; false
     /// if it is not there.
-    fn remove_in(&mut self, c: usize, l: usize, key: Key) -> bool {
+    fn remove_in(&mut self, c: usize, l: usize, key: Key, live: &impl Fn(Key) -> bool) -> bool {
         let cold = self.cold();
         let leaf = &mut self.chunks[c].leaves[l];
         let pos = leaf.rank(key, cold);
@@ -875,14 +968,14 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         leaf.remove_at(pos);
         self.chunks[c].len -= 1;
         self.len -= 1;
-        self.after_removal(c, l);
+        self.settle_leaf(c, l, live);
         true
     }
 
     /// Replaces `old`, which must be present, by `new`, which must not be:
     /// a deadline change. When `new` belongs in `old`'s leaf the leaf is
     /// located once and neither splits nor merges.
-    pub fn replace(&mut self, old: Key, new: Key) {
+    pub fn replace(&mut self, old: Key, new: Key, live: &impl Fn(Key) -> bool) {
         debug_assert!(!self.chunks.is_empty());
         let (c, l) = self.locate(old);
         let chunk = &self.chunks[c];
@@ -894,7 +987,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             None => self.chunks.get(c + 1).is_none_or(|next| new < next.first),
         };
         let above_start = leaf.first() <= new || (c == 0 && l == 0);
-        if below_next && above_start && leaf.len() > 1 && leaf.fits(new.0) {
+        if below_next && above_start && leaf.len() > 1 && leaf.stale == 0 && leaf.fits(new.0) {
             let cold = self.cold();
             let chunk = &mut self.chunks[c];
             let leaf = &mut chunk.leaves[l];
@@ -906,21 +999,88 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             if l == 0 {
                 chunk.refresh_first();
             }
+            self.settle_front(live);
             return;
         }
-        let removed = self.remove_in(c, l, old);
-        debug_assert!(removed, "replaced pair present");
-        self.insert(new);
+        // A new pair that goes to the end (the usual refresh: the same TTL
+        // from now) leaves the old one where it is, stale: its leaf's
+        // records are not read (a random access in a large index), and its
+        // leaf takes no inserts that would have to purge it soon. Else
+        // the old pair goes now.
+        let last = &self.chunks[self.chunks.len() - 1];
+        if new >= last.leaves[last.leaves.len() - 1].first() {
+            self.retire(c, l, live);
+        } else {
+            let removed = self.remove_in(c, l, old, live);
+            debug_assert!(removed, "replaced pair present");
+        }
+        self.insert(new, live);
     }
 
-    /// Removes and returns the smallest pair. O(1) unless leaves merge.
-    pub fn pop_first(&mut self) -> Option<Key> {
+    /// Counts a pair of leaf `l` of chunk `c` stale (`live` must deny it
+    /// from now on). A leaf whose stale pairs outnumber its live ones is
+    /// purged, so stale pairs never take more than half a leaf for long;
+    /// the first pair of the index, if that was it, goes with the purge.
+    fn retire(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
+        let chunk = &mut self.chunks[c];
+        let leaf = &mut chunk.leaves[l];
+        leaf.stale += 1;
+        chunk.stale += 1;
+        self.stale += 1;
+        self.settle_leaf(c, l, live);
+        self.settle_front(live);
+    }
+
+    /// After a pair of leaf `l` of chunk `c` went or turned stale: purges
+    /// the leaf if its stale pairs now outnumber its live ones, then
+    /// restores the invariants as after any removal.
+    fn settle_leaf(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
+        let chunk = &mut self.chunks[c];
+        let leaf = &mut chunk.leaves[l];
+        if usize::from(leaf.stale) * 2 > leaf.len() {
+            let gone = leaf.purge(live);
+            chunk.len -= gone;
+            chunk.stale -= gone;
+            self.len -= gone;
+            self.stale -= gone;
+        }
+        self.after_removal(c, l);
+    }
+
+    /// Drops the stale pairs of leaf `l` of chunk `c`, then restores the
+    /// invariants as after any removal (the leaf may go, or merge).
+    fn purge_leaf(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
+        let chunk = &mut self.chunks[c];
+        let gone = chunk.leaves[l].purge(live);
+        chunk.len -= gone;
+        chunk.stale -= gone;
+        self.len -= gone;
+        self.stale -= gone;
+        self.after_removal(c, l);
+    }
+
+    /// Keeps the first pair live: while the first leaf's first pair is
+    /// stale, purges that leaf. Asks `live` nothing unless the first leaf
+    /// holds stale pairs.
+    fn settle_front(&mut self, live: &impl Fn(Key) -> bool) {
+        while let Some(chunk) = self.chunks.front()
+            && chunk.leaves[0].stale > 0
+            && !live(chunk.first)
+        {
+            self.purge_leaf(0, 0, live);
+        }
+    }
+
+    /// Removes and returns the smallest pair. O(1) unless leaves merge or
+    /// stale pairs come next.
+    pub fn pop_first(&mut self, live: &impl Fn(Key) -> bool) -> Option<Key> {
         let chunk = self.chunks.front_mut()?;
         let key = chunk.first;
         chunk.leaves[0].remove_at(0);
         chunk.len -= 1;
         self.len -= 1;
-        self.after_removal(0, 0);
+        self.settle_leaf(0, 0, live);
+        self.settle_front(live);
         Some(key)
     }
 
@@ -1004,10 +1164,14 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let Some(mut gone) = self.chunks[from.0].leaves.remove(from.1) else {
             unreachable!("leaf {from:?} present");
         };
-        let moved = gone.len();
+        let (moved, stale) = (gone.len(), usize::from(gone.stale));
         self.chunks[from.0].len -= moved;
-        gone.move_tail(0, &mut self.chunks[into.0].leaves[into.1]);
+        self.chunks[from.0].stale -= stale;
+        let kept = &mut self.chunks[into.0].leaves[into.1];
+        kept.stale += gone.stale;
+        gone.move_tail(0, kept);
         self.chunks[into.0].len += moved;
+        self.chunks[into.0].stale += stale;
         self.chunks[into.0].refresh_first();
         self.after_leaf_removal(from.0);
     }
@@ -1036,6 +1200,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         if let Some(gone) = self.chunks.remove(from) {
             let into = &mut self.chunks[into];
             into.len += gone.len;
+            into.stale += gone.stale;
             into.leaves.extend(gone.leaves);
         }
     }
@@ -1083,18 +1248,23 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         }
     }
 
-    /// Pairs of chunk `at.c` before `at` (0 at the end).
-    fn count_in_chunk(&self, at: Cursor) -> usize {
+    /// Live pairs of chunk `at.c` before `at` (0 at the end).
+    fn count_in_chunk(&self, at: Cursor, live: &impl Fn(Key) -> bool) -> usize {
         self.chunks
             .get(at.c)
-            .map_or(0, |chunk| chunk.count_before(at.l, at.p))
+            .map_or(0, |chunk| chunk.count_before(at.l, at.p, live))
     }
 
-    /// How many pairs are below `key`. O(log n + chunks before it + leaves
-    /// of its chunk).
-    pub fn count_below(&self, key: Key) -> usize {
+    /// How many live pairs are below `key`. O(log n + chunks before it +
+    /// leaves of its chunk), plus a call of `live` for each pair before
+    /// `key` in its leaf if that leaf holds stale pairs.
+    pub fn count_below(&self, key: Key, live: &impl Fn(Key) -> bool) -> usize {
         let at = self.seek(key);
-        self.chunks.range(..at.c).map(|c| c.len).sum::<usize>() + self.count_in_chunk(at)
+        self.chunks
+            .range(..at.c)
+            .map(Chunk::live_len)
+            .sum::<usize>()
+            + self.count_in_chunk(at, live)
     }
 
     /// The pairs from cursor `a` up to cursor `b` (excluded), in order;
@@ -1124,24 +1294,36 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         })
     }
 
-    /// The pairs not below `key`, in order; reversible.
-    pub fn iter_from(&self, key: Key) -> impl DoubleEndedIterator<Item = Key> + '_ {
+    /// The live pairs not below `key`, in order; reversible.
+    pub fn iter_from<'a>(
+        &'a self,
+        key: Key,
+        live: impl Fn(Key) -> bool + 'a,
+    ) -> impl DoubleEndedIterator<Item = Key> + 'a {
         self.range(self.seek(key), self.end())
+            .filter(move |&k| live(k))
     }
 
-    /// The pairs whose deadline lies in `lo..=hi`, in order; reversible, so
-    /// either end starts in O(log n). Empty when `lo > hi`.
-    pub fn between(&self, lo: u64, hi: u64) -> impl DoubleEndedIterator<Item = Key> + '_ {
+    /// The live pairs whose deadline lies in `lo..=hi`, in order;
+    /// reversible, so either end starts in O(log n). Empty when `lo > hi`.
+    pub fn between<'a>(
+        &'a self,
+        lo: u64,
+        hi: u64,
+        live: impl Fn(Key) -> bool + 'a,
+    ) -> impl DoubleEndedIterator<Item = Key> + 'a {
         let a = self.seek((lo, 0));
         let b = if lo <= hi { self.seek_after(hi) } else { a };
-        self.range(a, b)
+        self.range(a, b).filter(move |&k| live(k))
     }
 
-    /// How many pairs have a deadline in `lo..=hi`: 0 when `lo > hi`.
+    /// How many live pairs have a deadline in `lo..=hi`: 0 when `lo > hi`.
     /// O(log n + min(k, K - k) + chunk size) for `k` of the `K` chunks
     /// spanned by the window: it sums the chunk lengths inside the window,
-    /// or subtracts the ones outside it, whichever are fewer.
-    pub fn count_between(&self, lo: u64, hi: u64) -> usize {
+    /// or subtracts the ones outside it, whichever are fewer; plus a call
+    /// of `live` for each pair of the two leaves at the window's ends that
+    /// precedes it, if that leaf holds stale pairs.
+    pub fn count_between(&self, lo: u64, hi: u64, live: &impl Fn(Key) -> bool) -> usize {
         if lo > hi {
             return 0;
         }
@@ -1149,19 +1331,26 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let b = self.seek_after(hi);
         let inside = b.c - a.c;
         let whole = if inside <= self.chunks.len() - inside {
-            self.chunks.range(a.c..b.c).map(|c| c.len).sum::<usize>()
+            self.chunks
+                .range(a.c..b.c)
+                .map(Chunk::live_len)
+                .sum::<usize>()
         } else {
-            let outside = self.chunks.range(..a.c).map(|c| c.len).sum::<usize>()
-                + self.chunks.range(b.c..).map(|c| c.len).sum::<usize>();
-            self.len - outside
+            let outside = self.chunks.range(..a.c).map(Chunk::live_len).sum::<usize>()
+                + self.chunks.range(b.c..).map(Chunk::live_len).sum::<usize>();
+            self.len() - outside
         };
-        // Pairs before `b` less pairs before `a`.
-        whole + self.count_in_chunk(b) - self.count_in_chunk(a)
+        // Live pairs before `b` less live pairs before `a`.
+        whole + self.count_in_chunk(b, live) - self.count_in_chunk(a, live)
     }
 
-    /// Every pair, in order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Key> + '_ {
+    /// Every live pair, in order.
+    pub fn iter<'a>(
+        &'a self,
+        live: impl Fn(Key) -> bool + 'a,
+    ) -> impl DoubleEndedIterator<Item = Key> + 'a {
         self.range(Cursor { c: 0, l: 0, p: 0 }, self.end())
+            .filter(move |&k| live(k))
     }
 
     /// Heap bytes held, as jemalloc rounds them. O(1).
@@ -1177,8 +1366,8 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     }
 
     /// Panics if an invariant does not hold.
-    pub fn check_invariants(&self) {
-        let mut count = 0;
+    pub fn check_invariants(&self, live: &impl Fn(Key) -> bool) {
+        let (mut count, mut stale) = (0, 0);
         let mut prev: Option<Key> = None;
         for chunk in &self.chunks {
             assert!(!chunk.leaves.is_empty(), "no empty chunk");
@@ -1188,7 +1377,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 chunk.leaves[0].first(),
                 "chunk's first pair cached"
             );
-            let mut in_chunk = 0;
+            let (mut in_chunk, mut stale_in_chunk) = (0, 0);
             for n in &chunk.leaves {
                 assert!(n.len() > 0, "no empty leaf");
                 assert_eq!(n.first(), n.key(0), "first pair cached");
@@ -1203,16 +1392,28 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                         "finite deadlines within the base's reach"
                     );
                 }
+                let mut stale_in_leaf = 0;
                 for p in 0..n.len() {
                     let k = n.key(p);
                     assert!(prev.is_none_or(|q| q < k), "strictly increasing");
                     prev = Some(k);
                     in_chunk += 1;
+                    stale_in_leaf += usize::from(!live(k));
                 }
+                assert_eq!(
+                    stale_in_leaf,
+                    usize::from(n.stale),
+                    "leaf counts its stale pairs"
+                );
+                stale_in_chunk += stale_in_leaf;
             }
             assert_eq!(in_chunk, chunk.len, "chunk len counts its pairs");
+            assert_eq!(stale_in_chunk, chunk.stale, "chunk counts its stale pairs");
             count += in_chunk;
+            stale += stale_in_chunk;
         }
+        assert_eq!(stale, self.stale, "stale pairs counted");
+        assert!(self.first().is_none_or(live), "the first pair is live");
         assert_eq!(
             self.chunks.iter().map(Chunk::heap_bytes).sum::<usize>(),
             self.chunk_heap,
@@ -1228,11 +1429,17 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
+    /// Every pair live: for indexes that never retire a pair.
+    fn all(_: Key) -> bool {
+        true
+    }
+
     fn same<const C: usize>(index: &DeadlineIndex<C>, model: &BTreeSet<Key>) {
-        index.check_invariants();
+        let live = |k| model.contains(&k);
+        index.check_invariants(&live);
         assert_eq!(index.len(), model.len());
-        assert!(index.iter().eq(model.iter().copied()));
-        assert!(index.iter().rev().eq(model.iter().rev().copied()));
+        assert!(index.iter(live).eq(model.iter().copied()));
+        assert!(index.iter(live).rev().eq(model.iter().rev().copied()));
         assert_eq!(index.first(), model.first().copied());
     }
 
@@ -1253,17 +1460,17 @@ mod tests {
     fn appends_in_order_fill_leaves() {
         let mut index: DeadlineIndex = DeadlineIndex::default();
         for s in 0..10 * LEAF_CAP as u32 {
-            index.insert((1000 + u64::from(s), s));
+            index.insert((1000 + u64::from(s), s), &all);
         }
-        index.check_invariants();
+        index.check_invariants(&all);
         assert_eq!(index.leaf_count(), 10, "every leaf full");
-        assert_eq!(index.count_below((1000 + 5, 0)), 5);
-        assert_eq!(index.iter_from((1000 + 1269, 0)).count(), 1);
-        assert_eq!(index.iter_from((1000 + 1270, 0)).count(), 0);
+        assert_eq!(index.count_below((1000 + 5, 0), &all), 5);
+        assert_eq!(index.iter_from((1000 + 1269, 0), all).count(), 1);
+        assert_eq!(index.iter_from((1000 + 1270, 0), all).count(), 0);
         for s in 0..10 * LEAF_CAP as u32 {
-            assert_eq!(index.pop_first(), Some((1000 + u64::from(s), s)));
+            assert_eq!(index.pop_first(&all), Some((1000 + u64::from(s), s)));
         }
-        assert_eq!(index.pop_first(), None);
+        assert_eq!(index.pop_first(&all), None);
         assert!(index.chunks.is_empty() && index.len() == 0);
     }
 
@@ -1278,7 +1485,7 @@ mod tests {
             } else {
                 u64::from(s / 3)
             };
-            index.insert((d, s));
+            index.insert((d, s), &all);
             model.insert((d, s));
         }
         let max = 40 * LEAF_CAP as u64 / 3;
@@ -1304,22 +1511,27 @@ mod tests {
                     .filter(|k| lo <= k.0 && k.0 <= hi)
                     .collect();
                 assert!(
-                    index.between(lo, hi).eq(want.iter().copied()),
+                    index.between(lo, hi, all).eq(want.iter().copied()),
                     "{lo}..={hi}"
                 );
-                assert!(index.between(lo, hi).rev().eq(want.iter().rev().copied()));
-                assert_eq!(index.count_between(lo, hi), want.len(), "{lo}..={hi}");
+                assert!(
+                    index
+                        .between(lo, hi, all)
+                        .rev()
+                        .eq(want.iter().rev().copied())
+                );
+                assert_eq!(index.count_between(lo, hi, &all), want.len(), "{lo}..={hi}");
             }
         }
-        assert_eq!(index.count_between(0, u64::MAX), index.len());
-        assert_eq!(index.between(5, 4).count(), 0);
+        assert_eq!(index.count_between(0, u64::MAX, &all), index.len());
+        assert_eq!(index.between(5, 4, all).count(), 0);
         assert_eq!(
-            DeadlineIndex::<CHUNK_CAP>::default().count_between(0, u64::MAX),
+            DeadlineIndex::<CHUNK_CAP>::default().count_between(0, u64::MAX, &all),
             0
         );
         assert_eq!(
             DeadlineIndex::<CHUNK_CAP>::default()
-                .between(0, u64::MAX)
+                .between(0, u64::MAX, all)
                 .count(),
             0
         );
@@ -1330,16 +1542,16 @@ mod tests {
         let mut index: DeadlineIndex = DeadlineIndex::default();
         let mut model = BTreeSet::new();
         for s in 0..4 * LEAF_CAP as u32 {
-            index.insert((u64::from(s % 7), s));
+            index.insert((u64::from(s % 7), s), &all);
             model.insert((u64::from(s % 7), s));
         }
         let leaves = index.leaf_count();
         for s in (0..4 * LEAF_CAP as u32).filter(|s| s % 3 != 0) {
-            assert!(index.remove((u64::from(s % 7), s)));
+            assert!(index.remove((u64::from(s % 7), s), &all));
             model.remove(&(u64::from(s % 7), s));
             same(&index, &model);
         }
-        assert!(!index.remove((0, 1)), "already gone");
+        assert!(!index.remove((0, 1), &all), "already gone");
         assert!(index.leaf_count() < leaves, "short leaves merged");
     }
 
@@ -1354,9 +1566,9 @@ mod tests {
             } else {
                 1 << 40 | u64::from(s)
             };
-            index.insert((d, s));
+            index.insert((d, s), &all);
         }
-        index.check_invariants();
+        index.check_invariants(&all);
         let full = (n as usize).div_ceil(LEAF_CAP);
         assert!(
             index.leaf_count() <= full + 2,
@@ -1460,45 +1672,66 @@ mod tests {
             // A present key, so that most removals and replacements hit.
             let nth = (small as usize * 400 + s as usize) % model.len().max(1);
             let present = model.iter().nth(nth).copied();
+            // The model says which pairs are live, as the slab does for a
+            // set: updated before the index is, and asked by it. Only
+            // live pairs are removed, as a set does.
             match op {
                 0 | 1 | 6.. => {
                     if model.insert(key) {
-                        index.insert(key);
+                        index.insert(key, &|k| model.contains(&k));
                     }
                 }
-                2 => prop_assert_eq!(index.remove(key), model.remove(&key)),
+                2 => {
+                    if model.remove(&key) {
+                        prop_assert!(index.remove(key, &|k| model.contains(&k)));
+                    }
+                }
                 3 => {
-                    let present = present.unwrap_or(key);
-                    prop_assert_eq!(index.remove(present), model.remove(&present));
+                    if let Some(present) = present {
+                        model.remove(&present);
+                        prop_assert!(index.remove(present, &|k| model.contains(&k)));
+                    }
                 }
                 4 => {
                     // A deadline change: near the old pair (often the
-                    // same leaf) or anywhere.
+                    // same leaf), anywhere, or past the last pair (the
+                    // usual refresh, which leaves the old pair stale).
                     if let Some(old) = present {
-                        let new = if s % 2 == 0 {
-                            (old.0.saturating_add(d % 3), s)
-                        } else {
-                            key
+                        let last = model.last().map_or(d, |k| k.0);
+                        let new = match s % 4 {
+                            0 | 2 => (old.0.saturating_add(d % 3), s),
+                            1 => key,
+                            _ => (last.saturating_add(d % 3), s),
                         };
                         if !model.contains(&new) {
                             model.remove(&old);
                             model.insert(new);
-                            index.replace(old, new);
+                            index.replace(old, new, &|k| model.contains(&k));
                         }
                     }
                 }
-                _ => prop_assert_eq!(index.pop_first(), model.pop_first()),
+                _ => {
+                    let popped = model.pop_first();
+                    prop_assert_eq!(index.pop_first(&|k| model.contains(&k)), popped);
+                }
             }
             if check {
-                index.check_invariants();
+                index.check_invariants(&|k| model.contains(&k));
             }
             prop_assert_eq!(index.len(), model.len());
             prop_assert_eq!(index.first(), model.first().copied());
-            prop_assert_eq!(index.count_below(key), model.range(..key).count());
-            prop_assert!(index.iter_from(key).eq(model.range(key..).copied()));
+            prop_assert_eq!(
+                index.count_below(key, &|k| model.contains(&k)),
+                model.range(..key).count()
+            );
             prop_assert!(
                 index
-                    .iter_from(key)
+                    .iter_from(key, |k| model.contains(&k))
+                    .eq(model.range(key..).copied())
+            );
+            prop_assert!(
+                index
+                    .iter_from(key, |k| model.contains(&k))
                     .rev()
                     .eq(model.range(key..).rev().copied())
             );
@@ -1512,12 +1745,83 @@ mod tests {
                 .copied()
                 .filter(|k| lo <= k.0 && k.0 <= hi)
                 .collect();
-            prop_assert!(index.between(lo, hi).eq(want.iter().copied()));
-            prop_assert!(index.between(lo, hi).rev().eq(want.iter().rev().copied()));
-            prop_assert_eq!(index.count_between(lo, hi), want.len());
+            prop_assert!(
+                index
+                    .between(lo, hi, |k| model.contains(&k))
+                    .eq(want.iter().copied())
+            );
+            prop_assert!(
+                index
+                    .between(lo, hi, |k| model.contains(&k))
+                    .rev()
+                    .eq(want.iter().rev().copied())
+            );
+            prop_assert_eq!(
+                index.count_between(lo, hi, &|k| model.contains(&k)),
+                want.len()
+            );
         }
         same(&index, &model);
         Ok(())
+    }
+
+    #[test]
+    fn refreshes_leave_stale_pairs_counted_and_skipped() {
+        // A slab of one deadline a slot, as a set keeps it.
+        let mut slab: Vec<u64> = (0..10_000).collect();
+        let mut index: DeadlineIndex = DeadlineIndex::default();
+        for (s, &d) in slab.iter().enumerate() {
+            index.insert((d, s as u32), &all);
+        }
+        let mut x = 7u64;
+        for step in 0..20_000u64 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let s = (x >> 40) as usize % slab.len();
+            // Mostly the usual TTL (appended), sometimes back to where the
+            // member was (a stale pair revived), sometimes anywhere.
+            let new = match step % 7 {
+                0 => s as u64,
+                1 => (x >> 20) % 40_000,
+                _ => 40_000 + step,
+            };
+            let old = slab[s];
+            if new == old || slab.contains(&new) {
+                continue;
+            }
+            slab[s] = new;
+            let live = |(d, s): Key| slab[s as usize] == d;
+            index.replace((old, s as u32), (new, s as u32), &live);
+            if step % 1000 == 0 {
+                index.check_invariants(&live);
+            }
+        }
+        let live = |(d, s): Key| slab[s as usize] == d;
+        index.check_invariants(&live);
+        assert!(index.stale > 0, "refreshes left stale pairs");
+        assert!(
+            index.stale <= index.len() + index.leaf_count(),
+            "{} stale",
+            index.stale
+        );
+        assert_eq!(index.len(), slab.len());
+        let mut model: Vec<Key> = slab
+            .iter()
+            .enumerate()
+            .map(|(s, &d)| (d, s as u32))
+            .collect();
+        model.sort_unstable();
+        assert!(index.iter(live).eq(model.iter().copied()));
+        assert!(index.iter(live).rev().eq(model.iter().rev().copied()));
+        assert_eq!(index.first(), model.first().copied());
+        for (lo, hi) in [(0, 5_000), (1_234, 39_999), (0, u64::MAX), (41_000, 50_000)] {
+            let want = model.iter().filter(|k| lo <= k.0 && k.0 <= hi).count();
+            assert_eq!(index.count_between(lo, hi, &live), want);
+            assert_eq!(index.between(lo, hi, live).count(), want);
+            assert_eq!(
+                index.count_below((lo, 0), &live),
+                model.partition_point(|&k| k < (lo, 0))
+            );
+        }
     }
 
     #[test]
@@ -1527,9 +1831,9 @@ mod tests {
         // Deadlines over 2^34 ms (200 days), the slab's random TTLs.
         for s in 0..200_000u32 {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            index.insert((x >> 30, s));
+            index.insert((x >> 30, s), &all);
         }
-        index.check_invariants();
+        index.check_invariants(&all);
         let fill = index.len() as f64 / (index.leaf_count() * LEAF_CAP) as f64;
         // 0.59 when a full leaf always split, 0.77 when it handed pairs to
         // its left neighbour only, 0.85 to either.
@@ -1545,25 +1849,25 @@ mod tests {
         let five_years = 5 * 365 * 86_400_000;
         for s in 0..1000u32 {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            index.insert((1_700_000_000_000 + (x >> 11) % five_years, s));
+            index.insert((1_700_000_000_000 + (x >> 11) % five_years, s), &all);
         }
-        index.check_invariants();
+        index.check_invariants(&all);
         let per_pair = index.heap_bytes() as f64 / 1000.0;
         // 48 bytes a pair with full-size records in every leaf.
         assert!(per_pair < 16.0, "{per_pair:.1} heap bytes a pair");
         // Every deadline 2^32 ms after the last: a leaf each, the smallest.
         let mut index: DeadlineIndex = DeadlineIndex::default();
         for s in 0..1000u32 {
-            index.insert((u64::from(s) << 32, s));
+            index.insert((u64::from(s) << 32, s), &all);
         }
-        index.check_invariants();
+        index.check_invariants(&all);
         assert_eq!(index.leaf_count(), 1000);
         let per_pair = index.heap_bytes() as f64 / 1000.0;
         // A 32-byte record array and a 40-byte header (and its share of
         // the chunk's deque); 1,090 bytes with full-size records.
         assert!(per_pair < 80.0, "{per_pair:.1} heap bytes a pair");
-        while index.pop_first().is_some() {}
-        index.check_invariants();
+        while index.pop_first(&all).is_some() {}
+        index.check_invariants(&all);
     }
 
     #[test]
@@ -1582,7 +1886,7 @@ mod tests {
         for s in 0..30_000u32 {
             let key = (rand() % 1_000_000, s);
             model.insert(key);
-            index.insert(key);
+            index.insert(key, &all);
             if s % 1000 == 0 {
                 same(&index, &model);
             }
@@ -1593,23 +1897,30 @@ mod tests {
         let mut step = 0;
         while let Some(&k) = model.iter().nth((rand() as usize) % model.len().max(1)) {
             match step % 3 {
-                0 => assert_eq!(index.pop_first(), model.pop_first()),
-                1 => assert_eq!(index.remove(k), model.remove(&k)),
+                0 => {
+                    let popped = model.pop_first();
+                    assert_eq!(index.pop_first(&|k| model.contains(&k)), popped);
+                }
+                1 => {
+                    model.remove(&k);
+                    assert!(index.remove(k, &|k| model.contains(&k)));
+                }
                 _ => {
                     let new = (rand() % 1_000_000, k.1);
                     if !model.contains(&new) {
                         model.remove(&k);
                         model.insert(new);
-                        index.replace(k, new);
+                        index.replace(k, new, &|k| model.contains(&k));
                     }
-                    assert!(index.remove(new) && model.remove(&new));
+                    assert!(model.remove(&new));
+                    assert!(index.remove(new, &|k| model.contains(&k)));
                 }
             }
             step += 1;
             if step % 997 == 0 {
                 same(&index, &model);
                 assert_eq!(
-                    index.count_between(100_000, 500_000),
+                    index.count_between(100_000, 500_000, &|k| model.contains(&k)),
                     model
                         .iter()
                         .filter(|k| (100_000..=500_000).contains(&k.0))
