@@ -1019,8 +1019,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
 
     /// Counts a pair of leaf `l` of chunk `c` stale (`live` must deny it
     /// from now on). A leaf whose stale pairs outnumber its live ones is
-    /// purged, so stale pairs never take more than half a leaf for long;
-    /// the first pair of the index, if that was it, goes with the purge.
+    /// purged, so stale pairs never take more than half a leaf for long.
+    /// If it was the first pair of the index, the insert that follows (in
+    /// `replace`, the only caller) settles the front.
     fn retire(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
         let chunk = &mut self.chunks[c];
         let leaf = &mut chunk.leaves[l];
@@ -1028,23 +1029,19 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         chunk.stale += 1;
         self.stale += 1;
         self.settle_leaf(c, l, live);
-        self.settle_front(live);
     }
 
     /// After a pair of leaf `l` of chunk `c` went or turned stale: purges
     /// the leaf if its stale pairs now outnumber its live ones, then
-    /// restores the invariants as after any removal.
+    /// restores the invariants as after any removal. The first pair may be
+    /// left stale: callers settle the front after.
     fn settle_leaf(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
-        let chunk = &mut self.chunks[c];
-        let leaf = &mut chunk.leaves[l];
+        let leaf = &self.chunks[c].leaves[l];
         if usize::from(leaf.stale) * 2 > leaf.len() {
-            let gone = leaf.purge(live);
-            chunk.len -= gone;
-            chunk.stale -= gone;
-            self.len -= gone;
-            self.stale -= gone;
+            self.purge_leaf(c, l, live);
+        } else {
+            self.after_removal(c, l);
         }
-        self.after_removal(c, l);
     }
 
     /// Drops the stale pairs of leaf `l` of chunk `c`, then restores the
