@@ -1007,11 +1007,18 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // records are not read (a random access in a large index), and its
         // leaf takes no inserts that would have to purge it soon. Else
         // the old pair goes now.
+        //
+        // `new` may be here already, stale (the member had that deadline
+        // before): its leaf counts it stale while `live` now says yes.
+        // Until it is inserted it is denied, so that a purge the old
+        // pair's leaf takes now counts it as its leaf does; the insert
+        // revives it if it survived.
+        let not_new = |k: Key| k != new && live(k);
         let last = &self.chunks[self.chunks.len() - 1];
         if new >= last.leaves[last.leaves.len() - 1].first() {
-            self.retire(c, l, live);
+            self.retire(c, l, &not_new);
         } else {
-            let removed = self.remove_in(c, l, old, live);
+            let removed = self.remove_in(c, l, old, &not_new);
             debug_assert!(removed, "replaced pair present");
         }
         self.insert(new, live);
@@ -1819,6 +1826,51 @@ mod tests {
                 model.partition_point(|&k| k < (lo, 0))
             );
         }
+    }
+
+    #[test]
+    fn a_refresh_back_to_a_stale_pair_survives_a_purge_of_its_leaf() {
+        // Slot to deadline, as a set keeps it; `None` is a vacant slot.
+        let mut slab: Vec<Option<u64>> = vec![None; 129];
+        let mut index: DeadlineIndex = DeadlineIndex::default();
+        let deadlines = (0..127).map(|s| 1000 + s).chain([2000, 2001]);
+        for (s, d) in deadlines.enumerate() {
+            slab[s] = Some(d);
+            index.insert((d, s as u32), &|(d, s): Key| slab[s as usize] == Some(d));
+        }
+        let refresh = |slab: &mut Vec<Option<u64>>, index: &mut DeadlineIndex, s: u32, new| {
+            let old = slab[s as usize].replace(new).expect("present");
+            index.replace((old, s), (new, s), &|(d, s): Key| {
+                slab[s as usize] == Some(d)
+            });
+            index.check_invariants(&|(d, s): Key| slab[s as usize] == Some(d));
+        };
+        // Slots 3 and 4 move to the end, their pairs left stale.
+        refresh(&mut slab, &mut index, 3, 3000);
+        refresh(&mut slab, &mut index, 4, 3001);
+        assert_eq!(index.stale, 2);
+        // The rest go, so that one short leaf holds both stale pairs.
+        for s in (0..129).filter(|s| ![0, 3, 4].contains(s)) {
+            let d = slab[s].take().expect("present");
+            assert!(index.remove((d, s as u32), &|(d, s): Key| slab[s as usize] == Some(d)));
+        }
+        index.check_invariants(&|(d, s): Key| slab[s as usize] == Some(d));
+        assert_eq!((index.leaf_count(), index.len(), index.stale), (1, 3, 2));
+        // Slot 3 back to the deadline of its stale pair: retiring its pair
+        // at 3000 purges the leaf, the pair at 1003 included, which `live`
+        // already calls live.
+        refresh(&mut slab, &mut index, 3, 1003);
+        refresh(&mut slab, &mut index, 4, 5000);
+        let live = |(d, s): Key| slab[s as usize] == Some(d);
+        assert!(index.iter(live).eq([(1000, 0), (1003, 3), (5000, 4)]));
+        for want in [(1000, 0), (1003, 3), (5000, 4)] {
+            slab[want.1 as usize] = None;
+            assert_eq!(
+                index.pop_first(&|(d, s): Key| slab[s as usize] == Some(d)),
+                Some(want)
+            );
+        }
+        assert_eq!((index.len(), index.stale, index.leaf_count()), (0, 0, 0));
     }
 
     #[test]

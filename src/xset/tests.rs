@@ -967,3 +967,71 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn members_sent_back_to_former_deadlines_keep_the_set_whole() {
+    // A refresh to the deadline a member had before, whose pair still
+    // lies stale in the index, in the leaf the refresh purges.
+    let mut s = XSet::new();
+    let add = |s: &mut XSet, m: &[u8], d: u64| {
+        s.add(m, d, Presence::Any, Compare::Any, 0);
+        s.check_invariants();
+    };
+    for i in 0..254u64 {
+        add(&mut s, format!("b{i}").as_bytes(), 100 + i);
+    }
+    let name = |i: u64| format!("m{i}").into_bytes();
+    for i in 0..127 {
+        add(&mut s, &name(i), 1000 + i);
+    }
+    add(&mut s, &name(127), 2000);
+    add(&mut s, &name(128), 2001);
+    add(&mut s, &name(3), 3000);
+    add(&mut s, &name(4), 3001);
+    for i in (0..3).chain(5..=128) {
+        s.remove(&name(i));
+        s.check_invariants();
+    }
+    assert!(!s.is_small());
+    add(&mut s, &name(3), 1003);
+    add(&mut s, &name(4), 5000);
+    assert_eq!(s.pop_soonest(1000).len(), 256);
+    s.check_invariants();
+    assert_eq!(s.len(), 0);
+}
+
+#[test]
+fn members_switching_between_two_schedules_match_a_model() {
+    // EXAT a, then b, then a again: refreshes back to former deadlines,
+    // some members removed on the way.
+    let mut s = XSet::new();
+    let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut x = 3u64;
+    for step in 0..30_000u64 {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let m = format!("k{}", (x >> 33) % 150).into_bytes();
+        let schedule = if (x >> 20).is_multiple_of(2) {
+            10_000
+        } else {
+            10_004
+        };
+        let d = schedule + (x >> 40) % 3;
+        if step % 5 == 0 {
+            assert_eq!(s.remove(&m), model.remove(&m));
+        } else {
+            s.add(&m, d, Presence::Any, Compare::Any, 0);
+            model.insert(m, d);
+        }
+        if step % 97 == 0 {
+            s.check_invariants();
+        }
+    }
+    s.check_invariants();
+    assert_eq!(s.len(), model.len());
+    for (m, d) in &model {
+        assert_eq!(s.live_deadline_of(m, 0), Some(*d));
+    }
+    let popped = s.pop_soonest(model.len());
+    assert_eq!(popped.len(), model.len());
+    s.check_invariants();
+}
