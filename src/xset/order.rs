@@ -701,6 +701,16 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         (c, self.chunks[c].locate(key))
     }
 
+    /// The leaf before leaf `l` of chunk `c`, if any (in the chunk before
+    /// when `l` is its first).
+    fn leaf_before(&self, c: usize, l: usize) -> Option<LeafAt> {
+        match (c, l) {
+            (_, 1..) => Some((c, l - 1)),
+            (1.., 0) => Some((c - 1, self.chunks[c - 1].leaves.len() - 1)),
+            (0, 0) => None,
+        }
+    }
+
     /// Adds `key`, which must not be live (it may be present and stale: it
     /// is then live again). O(log n + leaf size + chunk size): a leaf split
     /// shifts at most [`CHUNK_CAP`] headers.
@@ -724,12 +734,17 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // when many arrive in one millisecond; a loader feeding deadline
         // order) goes into the last leaf with no search for its leaf or
         // chunk.
+        // Nor does one that goes into the leaf before it: one of the
+        // millisecond's pairs whose slot sorts before the last leaf's first.
         let c = self.chunks.len() - 1;
         let l = self.chunks[c].leaves.len() - 1;
         let (c, l) = if key >= self.chunks[c].leaves[l].first() {
             (c, l)
         } else {
-            self.locate(key)
+            match self.leaf_before(c, l) {
+                Some((pc, pl)) if key >= self.chunks[pc].leaves[pl].first() => (pc, pl),
+                _ => self.locate(key),
+            }
         };
         self.insert_in(c, l, key, live);
     }
@@ -1005,8 +1020,11 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // A new pair that goes to the end (the usual refresh: the same TTL
         // from now) leaves the old one where it is, stale: its leaf's
         // records are not read (a random access in a large index), and its
-        // leaf takes no inserts that would have to purge it soon. Else
-        // the old pair goes now.
+        // leaf takes no inserts that would have to purge it soon. The end
+        // is the last leaf's first deadline, whatever the slot: refreshes
+        // arriving in one millisecond share a deadline, and those whose
+        // slot sorts before the last leaf's first pair belong to the leaf
+        // just before it, as hot. Else the old pair goes now.
         //
         // `new` may be here already, stale (the member had that deadline
         // before): its leaf counts it stale while `live` now says yes.
@@ -1015,7 +1033,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // revives it if it survived.
         let not_new = |k: Key| k != new && live(k);
         let last = &self.chunks[self.chunks.len() - 1];
-        if new >= last.leaves[last.leaves.len() - 1].first() {
+        if new.0 >= last.leaves[last.leaves.len() - 1].first().0 {
             self.retire(c, l, &not_new);
         } else {
             let removed = self.remove_in(c, l, old, &not_new);
