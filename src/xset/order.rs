@@ -43,9 +43,11 @@
 //! 6. each leaf, chunk and the index count their stale pairs exactly, and
 //!    the first pair is live.
 //!
-//! Stale pairs. A refresh that moves a member's deadline to another leaf
-//! leaves the old pair where it is and only counts it stale in its leaf's
-//! header ([`DeadlineIndex::retire`]): the leaf's records, a random access
+//! Stale pairs. A refresh that moves a member's deadline to the end of the
+//! index (not before the last leaf's first deadline: the usual refresh,
+//! the same TTL from now) leaves the old pair where it is and only counts
+//! it stale in its leaf's header ([`DeadlineIndex::retire`]); other
+//! refreshes remove it. The leaf's records, a random access
 //! in a large index, are not read. The owner says which pairs are live
 //! (`live`, asked about any pair; it answers for the state after the
 //! operation that asks, so the owner updates its members first). A leaf
@@ -1024,7 +1026,8 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // is the last leaf's first deadline, whatever the slot: refreshes
         // arriving in one millisecond share a deadline, and those whose
         // slot sorts before the last leaf's first pair belong to the leaf
-        // just before it, as hot. Else the old pair goes now.
+        // just before it, as hot (or further back, after a burst of more
+        // than a leaf in one millisecond). Else the old pair goes now.
         //
         // `new` may be here already, stale (the member had that deadline
         // before): its leaf counts it stale while `live` now says yes.

@@ -1006,17 +1006,26 @@ fn members_switching_between_two_schedules_match_a_model() {
     // some members removed on the way.
     let mut s = XSet::new();
     let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+    // Members that stay (due before both schedules; nothing drains them
+    // here): the set is large from the start, so every step goes through
+    // the deadline index.
+    for i in 0..200u64 {
+        let m = format!("p{i}").into_bytes();
+        s.add(&m, 5 + i, Presence::Any, Compare::Any, 0);
+        model.insert(m, 5 + i);
+    }
+    assert!(!s.is_small());
     let mut x = 3u64;
     for step in 0..30_000u64 {
         x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-        let m = format!("k{}", (x >> 33) % 150).into_bytes();
+        let m = format!("k{}", (x >> 33) % 100).into_bytes();
         let schedule = if (x >> 20).is_multiple_of(2) {
             10_000
         } else {
             10_004
         };
         let d = schedule + (x >> 40) % 3;
-        if step % 5 == 0 {
+        if step % 6 == 0 {
             assert_eq!(s.remove(&m), model.remove(&m));
         } else {
             s.add(&m, d, Presence::Any, Compare::Any, 0);
@@ -1027,6 +1036,7 @@ fn members_switching_between_two_schedules_match_a_model() {
         }
     }
     s.check_invariants();
+    assert!(!s.is_small());
     assert_eq!(s.len(), model.len());
     for (m, d) in &model {
         assert_eq!(s.live_deadline_of(m, 0), Some(*d));
