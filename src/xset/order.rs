@@ -1894,6 +1894,111 @@ mod tests {
         assert_eq!((index.len(), index.stale, index.leaf_count()), (0, 0, 0));
     }
 
+    /// The index used as a set uses it, against a model: one deadline a
+    /// slot, vacated slots reused, refreshes mostly to the end and in
+    /// bursts within one millisecond, some back to a deadline the slot had
+    /// before, some far away or without a deadline; removals and pops
+    /// (the slot vacated first, as the set does). Every step is checked,
+    /// and no leaf is left more than half stale.
+    fn churn_like_a_set<const C: usize>(seed: u64, steps: usize, target: usize) {
+        let mut slab: Vec<Option<u64>> = Vec::new();
+        let mut had: Vec<Vec<u64>> = Vec::new();
+        let mut index: DeadlineIndex<C> = DeadlineIndex::default();
+        let mut x = seed;
+        let mut rnd = move || {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            x >> 17
+        };
+        let mut now = 1_000_000u64;
+        for step in 0..steps {
+            // Long stretches within one millisecond, then time moves.
+            if step % 3000 >= 1200 && rnd() % 3 == 0 {
+                now += 1;
+            }
+            let deadline = |rnd: &mut dyn FnMut() -> u64, had: &[u64]| match rnd() % 20 {
+                0..=9 => now + 3000,
+                10..=11 => now + 3000 - rnd() % 3,
+                12..=14 if !had.is_empty() => had[rnd() as usize % had.len()],
+                15 => now + rnd() % 6000,
+                16 => now + (1 << 33) + rnd() % 3,
+                17 => u64::MAX,
+                18 => now + 100,
+                _ => now + 3000 + rnd() % 2,
+            };
+            let occupied: Vec<usize> = (0..slab.len()).filter(|&s| slab[s].is_some()).collect();
+            let n = occupied.len();
+            let r = rnd() % 100;
+            if n < target / 2 || (r < 25 && n < target * 2) {
+                let vacant: Vec<usize> = (0..slab.len()).filter(|&s| slab[s].is_none()).collect();
+                let s = if !vacant.is_empty() && rnd() % 4 != 0 {
+                    vacant[rnd() as usize % vacant.len()]
+                } else {
+                    slab.push(None);
+                    had.push(Vec::new());
+                    slab.len() - 1
+                };
+                let d = deadline(&mut rnd, &had[s]);
+                slab[s] = Some(d);
+                had[s].push(d);
+                index.insert((d, s as u32), &|(d, s): Key| slab[s as usize] == Some(d));
+            } else if r < 75 {
+                let s = occupied[rnd() as usize % n];
+                let d = deadline(&mut rnd, &had[s]);
+                let Some(old) = slab[s].replace(d).filter(|&old| old != d) else {
+                    continue;
+                };
+                had[s].push(d);
+                let live = |(d, s): Key| slab[s as usize] == Some(d);
+                index.replace((old, s as u32), (d, s as u32), &live);
+            } else if r < 90 {
+                let s = occupied[rnd() as usize % n];
+                let d = slab[s].take().expect("occupied");
+                let live = |(d, s): Key| slab[s as usize] == Some(d);
+                assert!(index.remove((d, s as u32), &live));
+            } else {
+                let (d, s) = index.first().expect("not empty");
+                assert_eq!(slab[s as usize], Some(d), "the first pair is live");
+                slab[s as usize] = None;
+                let live = |(d, s): Key| slab[s as usize] == Some(d);
+                assert_eq!(index.pop_first(&live), Some((d, s)));
+            }
+            let live = |(d, s): Key| slab[s as usize] == Some(d);
+            index.check_invariants(&live);
+            let mut model: Vec<Key> = (0..slab.len())
+                .filter_map(|s| slab[s].map(|d| (d, s as u32)))
+                .collect();
+            model.sort_unstable();
+            assert_eq!(index.len(), model.len());
+            assert_eq!(index.first(), model.first().copied(), "step {step}");
+            if step % 7 == 0 {
+                assert!(index.iter(live).eq(model.iter().copied()), "step {step}");
+                let k = (now + 2999, (rnd() % 50) as u32);
+                assert_eq!(
+                    index.count_below(k, &live),
+                    model.partition_point(|&m| m < k)
+                );
+            }
+            for leaf in index.chunks.iter().flat_map(|c| c.leaves.iter()) {
+                assert!(usize::from(leaf.stale) * 2 <= leaf.len(), "step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn churns_as_a_set_does_in_tiny_and_full_chunks() {
+        for seed in 1..4 {
+            churn_like_a_set::<2>(seed, 6_000, 300);
+        }
+        // One or two leaves, where purges and merges come often.
+        for seed in 11..14 {
+            churn_like_a_set::<2>(seed, 6_000, 60);
+        }
+        churn_like_a_set::<4>(7, 6_000, 400);
+        churn_like_a_set::<CHUNK_CAP>(9, 6_000, 1_000);
+    }
+
     #[test]
     fn random_deadlines_fill_leaves_to_three_quarters() {
         let mut index: DeadlineIndex = DeadlineIndex::default();
