@@ -1857,14 +1857,12 @@ mod tests {
         let deadlines = (0..127).map(|s| 1000 + s).chain([2000, 2001]);
         for (s, d) in deadlines.enumerate() {
             slab[s] = Some(d);
-            index.insert((d, s as u32), &|(d, s): Key| slab[s as usize] == Some(d));
+            index.insert((d, s as u32), &slab_live(&slab));
         }
         let refresh = |slab: &mut Vec<Option<u64>>, index: &mut DeadlineIndex, s: u32, new| {
             let old = slab[s as usize].replace(new).expect("present");
-            index.replace((old, s), (new, s), &|(d, s): Key| {
-                slab[s as usize] == Some(d)
-            });
-            index.check_invariants(&|(d, s): Key| slab[s as usize] == Some(d));
+            index.replace((old, s), (new, s), &slab_live(slab));
+            index.check_invariants(&slab_live(slab));
         };
         // Slots 3 and 4 move to the end, their pairs left stale.
         refresh(&mut slab, &mut index, 3, 3000);
@@ -1873,25 +1871,28 @@ mod tests {
         // The rest go, so that one short leaf holds both stale pairs.
         for s in (0..129).filter(|s| ![0, 3, 4].contains(s)) {
             let d = slab[s].take().expect("present");
-            assert!(index.remove((d, s as u32), &|(d, s): Key| slab[s as usize] == Some(d)));
+            assert!(index.remove((d, s as u32), &slab_live(&slab)));
         }
-        index.check_invariants(&|(d, s): Key| slab[s as usize] == Some(d));
+        index.check_invariants(&slab_live(&slab));
         assert_eq!((index.leaf_count(), index.len(), index.stale), (1, 3, 2));
         // Slot 3 back to the deadline of its stale pair: retiring its pair
         // at 3000 purges the leaf, the pair at 1003 included, which `live`
         // already calls live.
         refresh(&mut slab, &mut index, 3, 1003);
         refresh(&mut slab, &mut index, 4, 5000);
-        let live = |(d, s): Key| slab[s as usize] == Some(d);
+        let live = slab_live(&slab);
         assert!(index.iter(live).eq([(1000, 0), (1003, 3), (5000, 4)]));
         for want in [(1000, 0), (1003, 3), (5000, 4)] {
             slab[want.1 as usize] = None;
-            assert_eq!(
-                index.pop_first(&|(d, s): Key| slab[s as usize] == Some(d)),
-                Some(want)
-            );
+            assert_eq!(index.pop_first(&slab_live(&slab)), Some(want));
         }
         assert_eq!((index.len(), index.stale, index.leaf_count()), (0, 0, 0));
+    }
+
+    /// Whether a pair is live for a slab of one deadline a slot (`None`:
+    /// vacant), as a set answers it.
+    fn slab_live(slab: &[Option<u64>]) -> impl Fn(Key) -> bool + '_ {
+        move |(d, s)| slab.get(s as usize).copied().flatten() == Some(d)
     }
 
     /// The index used as a set uses it, against a model: one deadline a
@@ -1942,7 +1943,7 @@ mod tests {
                 let d = deadline(&mut rnd, &had[s]);
                 slab[s] = Some(d);
                 had[s].push(d);
-                index.insert((d, s as u32), &|(d, s): Key| slab[s as usize] == Some(d));
+                index.insert((d, s as u32), &slab_live(&slab));
             } else if r < 75 {
                 let s = occupied[rnd() as usize % n];
                 let d = deadline(&mut rnd, &had[s]);
@@ -1950,21 +1951,21 @@ mod tests {
                     continue;
                 };
                 had[s].push(d);
-                let live = |(d, s): Key| slab[s as usize] == Some(d);
+                let live = slab_live(&slab);
                 index.replace((old, s as u32), (d, s as u32), &live);
             } else if r < 90 {
                 let s = occupied[rnd() as usize % n];
                 let d = slab[s].take().expect("occupied");
-                let live = |(d, s): Key| slab[s as usize] == Some(d);
+                let live = slab_live(&slab);
                 assert!(index.remove((d, s as u32), &live));
             } else {
                 let (d, s) = index.first().expect("not empty");
                 assert_eq!(slab[s as usize], Some(d), "the first pair is live");
                 slab[s as usize] = None;
-                let live = |(d, s): Key| slab[s as usize] == Some(d);
+                let live = slab_live(&slab);
                 assert_eq!(index.pop_first(&live), Some((d, s)));
             }
-            let live = |(d, s): Key| slab[s as usize] == Some(d);
+            let live = slab_live(&slab);
             index.check_invariants(&live);
             let mut model: Vec<Key> = (0..slab.len())
                 .filter_map(|s| slab[s].map(|d| (d, s as u32)))
@@ -1973,7 +1974,7 @@ mod tests {
             assert_eq!(index.len(), model.len());
             assert_eq!(index.first(), model.first().copied(), "step {step}");
             if step % 7 == 0 {
-                assert!(index.iter(live).eq(model.iter().copied()), "step {step}");
+                assert!(index.iter(&live).eq(model.iter().copied()), "step {step}");
                 let k = (now + 2999, (rnd() % 50) as u32);
                 assert_eq!(
                     index.count_below(k, &live),
