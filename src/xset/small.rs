@@ -1,5 +1,5 @@
 //! The small encoding: every member in one buffer, in deadline order, each
-//! entry `[deadline delta: LEB128][length: 1 byte][member bytes]`, the delta
+//! entry `[deadline delta: prefix varint][length: 1 byte][member bytes]`, the delta
 //! counted from the previous entry's deadline (from 0 for the first). One
 //! allocation for the whole set, so a few dozen members cost little more
 //! than their bytes (deadlines a few seconds apart take 2 or 3 bytes, not
@@ -41,24 +41,21 @@ fn unstored(v: u64) -> u64 {
     }
 }
 
-/// `v` in LEB128: seven bits a byte, low bits first, the high bit set on
-/// every byte but the last. At most 7 bytes for 48 bits.
-fn varint(mut v: u64) -> ([u8; 10], usize) {
-    let mut out = [0u8; 10];
-    let mut n = 0;
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out[n] = byte;
-            return (out, n + 1);
-        }
-        out[n] = byte | 0x80;
-        n += 1;
-    }
+/// `v` (below 2^49) as a prefix varint: `n - 1` one bits and a zero bit,
+/// then the value's bits, most significant first, in `n` bytes in all (7
+/// value bits a byte, as LEB128 would take). The first byte says how long
+/// the whole is, so a reader needs no loop over the bytes.
+fn varint(v: u64) -> ([u8; 8], usize) {
+    debug_assert!(v < 1 << 49, "small deltas have at most 48 bits");
+    let bits = 64 - v.leading_zeros() as usize;
+    let n = bits.div_ceil(7).clamp(1, 7);
+    // The prefix above the value's 7n bits, the whole left-aligned.
+    let prefix = !(u64::MAX >> (n - 1));
+    let word = prefix | (v << (64 - 7 * n) >> n);
+    (word.to_be_bytes(), n)
 }
 
-/// The LEB128 integer at the start of `b` and its length in bytes.
+/// The prefix varint at the start of `b` and its length in bytes.
 #[inline(always)]
 fn read_varint(b: &[u8]) -> (u64, usize) {
     // Deadlines a few milliseconds apart: one byte, inline in every scan.
@@ -73,33 +70,27 @@ fn read_varint(b: &[u8]) -> (u64, usize) {
 /// [`read_varint`] of two bytes or more.
 #[inline(never)]
 fn read_long_varint(b: &[u8]) -> (u64, usize) {
-    // Up to 8 bytes at once: the first byte without the high bit ends it,
-    // and the 7-bit groups are gathered pairwise (14, 28, then 56 bits).
-    if let Some(bytes) = b.first_chunk::<8>() {
-        let word = u64::from_le_bytes(*bytes);
-        let stops = !word & 0x8080_8080_8080_8080;
-        if stops != 0 {
-            let n = (stops.trailing_zeros() / 8 + 1) as usize;
-            let kept = if n == 8 {
-                word
-            } else {
-                word & ((1 << (8 * n)) - 1)
-            };
-            let mut x = kept & 0x7f7f_7f7f_7f7f_7f7f;
-            x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);
-            x = ((x & 0x3fff_0000_3fff_0000) >> 2) | (x & 0x0000_3fff_0000_3fff);
-            x = ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff);
-            return (x, n);
+    // A first byte of seven or eight one bits is no delta of this encoding.
+    let n = b
+        .first()
+        .map_or(1, |&first| first.leading_ones() as usize + 1)
+        .min(7);
+    // Eight bytes at once where the buffer has them (it is zero-padded to
+    // its size class, so it usually does), else the bytes there are.
+    let word = match b.first_chunk::<8>() {
+        Some(bytes) => u64::from_be_bytes(*bytes),
+        None => {
+            let mut bytes = [0u8; 8];
+            let have = b.len().min(8);
+            bytes[..have].copy_from_slice(&b[..have]);
+            u64::from_be_bytes(bytes)
         }
-    }
-    let mut v = 0u64;
-    for (i, &byte) in b.iter().enumerate() {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return (v, i + 1);
-        }
-    }
-    unreachable!("small entry delta runs off the buffer")
+    };
+    debug_assert!(
+        (2..=7).contains(&n) && n <= b.len(),
+        "small entry delta in the buffer"
+    );
+    (word << n >> (64 - 7 * n), n)
 }
 
 /// Members packed in deadline order in one buffer of a whole size class.
@@ -206,7 +197,7 @@ fn write_entry(buf: &mut Vec<u8>, pos: SmallPos, member: &[u8], value: u64) {
     // than 255 bytes or a deadline past 48 bits could arrive here.
     let mut len = n + 1 + member.len();
     let mut replaced = pos.at..pos.at;
-    let mut next = ([0u8; 10], 0);
+    let mut next = ([0u8; 8], 0);
     if pos.at < buf.len() {
         // The next entry's delta as it lies in the buffer: its length is
         // read, not re-derived.
@@ -245,7 +236,7 @@ fn unlink_entry(buf: &mut Vec<u8>, pos: SmallPos) {
     let e = entry_at(buf, pos);
     let (end, value) = (e.end, e.stored);
     let mut replaced = pos.at..end;
-    let mut with = ([0; 10], 0);
+    let mut with = ([0; 8], 0);
     if end < buf.len() {
         let (next_delta, old_n) = read_varint(&buf[end..]);
         replaced.end += old_n;
@@ -531,6 +522,9 @@ mod tests {
                     }
                 }
                 assert_eq!(n, (64 - v.leading_zeros() as usize).div_ceil(7).max(1));
+                // The first byte alone tells the length: n - 1 one bits,
+                // then a zero.
+                assert_eq!(b[0].leading_ones() as usize, n - 1, "{v}");
             }
         }
     }
