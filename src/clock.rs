@@ -15,14 +15,20 @@
 //! without the filter: its time is taken by its first xset command. The server's own
 //! cached time (`RedisModule_CachedMicroseconds`, 7.2+) is not used: it
 //! moves inside long scripts.
+//!
+//! Reads that depend on time only through which members are live
+//! (`XSET.HAS`, `XSET.MHAS`, `XSET.CARD`) first try [`live_bound_ms`], a
+//! time no earlier than the command's that needs no context flags (about
+//! 130 instructions a command): if no member of the set is due by then,
+//! the answer is the same at the command's own time.
 
 use crate::ffi::server::{self, ContextFlags};
 use redis_module::Context;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The time the current transaction, script or function started, in Unix
-/// milliseconds (0: none yet).
-static TRANSACTION_START_MS: AtomicU64 = AtomicU64::new(0);
+/// milliseconds; [`UNSET`] or [`NONE_YET`] when not known.
+static TRANSACTION_START_MS: AtomicU64 = AtomicU64::new(NONE_YET);
 
 /// The commands whose arrival starts a frozen time: everything that runs
 /// other commands inside one top-level command.
@@ -62,8 +68,33 @@ pub fn command_arrives(name: &[u8]) {
     TRANSACTION_START_MS.store(start, Ordering::Relaxed);
 }
 
-/// [`TRANSACTION_START_MS`] before it is known.
+/// A time no earlier than the one the running command runs at, without
+/// asking the server for the context's flags: the wall clock, or the
+/// latest transaction's start if that is later (the wall clock stepped
+/// back). `None` while a transaction's time is still to be taken by its
+/// first xset command (one postponed by a write pause): a read must not
+/// answer for a time that command may not take.
+///
+/// A read whose answer depends on time only through which members are
+/// live may run at this bound when no member of its set is due by it: then
+/// every member is live at any earlier time too, so the answer is the one
+/// the command's own time gives.
+pub fn live_bound_ms() -> Option<u64> {
+    match TRANSACTION_START_MS.load(Ordering::Relaxed) {
+        UNSET => None,
+        NONE_YET => Some(server::milliseconds()),
+        start => Some(server::milliseconds().max(start)),
+    }
+}
+
+/// [`TRANSACTION_START_MS`] of a transaction that arrived while writes
+/// were paused: its first xset command takes the time.
 const UNSET: u64 = 0;
+
+/// [`TRANSACTION_START_MS`] before any transaction arrived since the
+/// module loaded (one the filter did not see, as an AOF's, takes the time
+/// at its first xset command, as [`UNSET`]).
+const NONE_YET: u64 = u64::MAX;
 
 /// The time a command runs at, and whether this server may reclaim.
 #[derive(Clone, Copy, Debug)]
@@ -89,7 +120,7 @@ impl Clock {
         let flags = ContextFlags::of(Some(ctx));
         let now_ms = if flags.in_transaction() {
             match TRANSACTION_START_MS.load(Ordering::Relaxed) {
-                UNSET => {
+                UNSET | NONE_YET => {
                     // The first xset command of a transaction whose start
                     // was not taken: its time stands for the rest.
                     let now = server::milliseconds();

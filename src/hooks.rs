@@ -4,7 +4,7 @@
 //! hands the work to the layer that owns it.
 
 use crate::clock::{self, Clock};
-use crate::commands;
+use crate::commands::{self, Body};
 use crate::errors;
 use crate::expiry;
 use crate::ffi::command::{Dispatch, KeySpec};
@@ -30,8 +30,12 @@ impl Dispatch for Commands {
         let Some(spec) = commands::by_index(index) else {
             return Err(RedisError::Str(errors::INTERNAL));
         };
-        let clock = Clock::of(ctx);
-        catch_unwind(AssertUnwindSafe(|| (spec.run)(ctx, args, clock))).unwrap_or_else(|_| {
+        catch_unwind(AssertUnwindSafe(|| match spec.run {
+            Body::Timed(run) => run(ctx, args, Clock::of(ctx)),
+            Body::Live(run) => run(ctx, args),
+        }))
+        .unwrap_or_else(|_| {
+            let clock = Clock::of(ctx);
             // Reads too: their lazy reclaim writes.
             let repaired = match spec.repairable_key().and_then(|pos| args.get(pos)) {
                 Some(key) => catch_unwind(AssertUnwindSafe(|| {

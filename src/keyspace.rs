@@ -12,7 +12,7 @@
 //! - a set that becomes empty is deleted, with a `del` event;
 //! - the tracking index follows every change of a set's earliest deadline.
 
-use crate::clock::Clock;
+use crate::clock::{self, Clock};
 use crate::config;
 use crate::datatype::{XSET_TYPE, rebuild_commands};
 use crate::faults::{self, Fault};
@@ -254,6 +254,30 @@ pub fn with_read(
             .get_value::<XSet>(&XSET_TYPE)
             .map_err(|_| RedisError::WrongType)?,
     )
+}
+
+/// Runs `body` on the set at `key` (`None` when absent) and the time to
+/// read it at, for a read whose reply depends on time only through which
+/// members are live. When no member is due by [`clock::live_bound_ms`]
+/// (the usual read), that bound is the time and the server's context flags
+/// are not read: every member is live at the command's own time too. Else
+/// it runs as [`with_read`] at the command's time.
+pub fn with_live_read(
+    ctx: &Context,
+    key: &RedisString,
+    body: impl FnOnce(Option<&XSet>, u64) -> RedisResult,
+) -> RedisResult {
+    if let Some(bound) = clock::live_bound_ms() {
+        let handle = ctx.open_key(key);
+        let set = handle
+            .get_value::<XSet>(&XSET_TYPE)
+            .map_err(|_| RedisError::WrongType)?;
+        if set.is_none_or(|s| s.next_deadline().is_none_or(|d| d > bound)) {
+            return body(set, bound);
+        }
+    }
+    let clock = Clock::of(ctx);
+    with_read(ctx, key, clock, |set| body(set, clock.now_ms))
 }
 
 /// What [`repair_after_panic`] did.

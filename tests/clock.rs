@@ -254,3 +254,41 @@ fn a_transaction_postponed_by_a_write_pause_runs_at_its_own_time() {
         "member {ttl} ms vs native {native} ms"
     );
 }
+
+/// A transaction postponed by a write pause whose first xset command is a
+/// read: that read takes the transaction's time, so members live then stay
+/// live for the rest of it (`XSET.HAS`, `XSET.CARD` and `XSET.MHAS` read
+/// the time without the context's flags only once it is known).
+#[test]
+fn a_postponed_transaction_runs_at_its_first_read() {
+    let s = Server::start(&["--save", ""]);
+    let mut admin = s.conn();
+    let mut c = s.conn();
+    q::<i64>(
+        &mut c,
+        c!["XSET.ADDEX", "m", "PX", "MEMBERS", "1", "a", "300"],
+    );
+    let _: String = q(&mut c, c!["MULTI"]);
+    for cmd in [
+        c!["XSET.HAS", "m", "a"],
+        c!["DEBUG", "SLEEP", "0.4"],
+        c!["XSET.HAS", "m", "a"],
+        c!["XSET.CARD", "m"],
+        c!["XSET.MHAS", "m", "a"],
+        c!["SET", "other", "v"],
+    ] {
+        let queued: String = q(&mut c, cmd);
+        assert_eq!(queued, "QUEUED");
+    }
+    let _: String = q(&mut admin, c!["CLIENT", "PAUSE", "100", "WRITE"]);
+    let replies: Vec<Value> = q(&mut c, c!["EXEC"]);
+    assert_eq!(replies[0], Value::Int(1), "live when the transaction ran");
+    assert_eq!(replies[2], Value::Int(1), "still live after the sleep");
+    assert_eq!(replies[3], Value::Int(1), "still counted after the sleep");
+    assert_eq!(
+        replies[4],
+        Value::Array(vec![Value::Int(1)]),
+        "still live for MHAS"
+    );
+    assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "m", "a"]), 0);
+}

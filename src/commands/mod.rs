@@ -24,8 +24,18 @@ use crate::clock::Clock;
 use crate::ffi::command::{Arg, CommandInfo, KeyAccess, KeySpec};
 use redis_module::{Context, RedisResult, RedisString};
 
-/// A command body: the context, all arguments (name first), the clock.
-pub type Body = fn(&Context, &[RedisString], Clock) -> RedisResult;
+/// A command body: the context, all arguments (name first) and, for most,
+/// the clock.
+#[derive(Clone, Copy)]
+pub enum Body {
+    /// Runs at the command's time (`Clock::of`, frozen in a transaction).
+    Timed(fn(&Context, &[RedisString], Clock) -> RedisResult),
+    /// A read whose reply depends on time only through which members are
+    /// live: it takes the time itself, and asks the server for the
+    /// context's flags only when a member of its set is due
+    /// ([`crate::keyspace::with_live_read`]).
+    Live(fn(&Context, &[RedisString]) -> RedisResult),
+}
 
 /// One command: everything the server and its users learn about it.
 pub struct CommandSpec {
@@ -257,7 +267,7 @@ const SECOND: &str = "0.2.0";
 pub const TABLE: &[CommandSpec] = &[
     CommandSpec {
         name: "xset.add",
-        run: add::xset_add,
+        run: Body::Timed(add::xset_add),
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -4,
@@ -269,7 +279,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.addex",
-        run: add::xset_addex,
+        run: Body::Timed(add::xset_addex),
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -6,
@@ -281,7 +291,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.has",
-        run: read::xset_has,
+        run: Body::Live(read::xset_has),
         flags: "readonly fast",
         acl: "read fast",
         arity: 3,
@@ -293,7 +303,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.mhas",
-        run: read::xset_mhas,
+        run: Body::Live(read::xset_mhas),
         flags: "readonly fast",
         acl: "read fast",
         arity: -3,
@@ -305,7 +315,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.members",
-        run: read::xset_members,
+        run: Body::Timed(read::xset_members),
         flags: "readonly",
         acl: "read slow",
         arity: -2,
@@ -317,7 +327,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.rem",
-        run: write::xset_rem,
+        run: Body::Timed(write::xset_rem),
         flags: "write fast",
         acl: "write fast",
         arity: -3,
@@ -329,7 +339,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.card",
-        run: read::xset_card,
+        run: Body::Live(read::xset_card),
         flags: "readonly fast",
         acl: "read fast",
         arity: 2,
@@ -341,7 +351,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.count",
-        run: read::xset_count,
+        run: Body::Timed(read::xset_count),
         flags: "readonly fast",
         acl: "read fast",
         arity: 4,
@@ -353,7 +363,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.ttl",
-        run: read::xset_ttl,
+        run: Body::Timed(read::xset_ttl),
         flags: "readonly fast",
         acl: "read fast",
         arity: -3,
@@ -365,7 +375,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.pttl",
-        run: read::xset_pttl,
+        run: Body::Timed(read::xset_pttl),
         flags: "readonly fast",
         acl: "read fast",
         arity: -3,
@@ -377,7 +387,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.expiretime",
-        run: read::xset_expiretime,
+        run: Body::Timed(read::xset_expiretime),
         flags: "readonly fast",
         acl: "read fast",
         arity: -3,
@@ -389,7 +399,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.pexpiretime",
-        run: read::xset_pexpiretime,
+        run: Body::Timed(read::xset_pexpiretime),
         flags: "readonly fast",
         acl: "read fast",
         arity: -3,
@@ -401,7 +411,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.expire",
-        run: write::xset_expire,
+        run: Body::Timed(write::xset_expire),
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -4,
@@ -413,7 +423,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.pexpire",
-        run: write::xset_pexpire,
+        run: Body::Timed(write::xset_pexpire),
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -4,
@@ -425,7 +435,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.expireat",
-        run: write::xset_expireat,
+        run: Body::Timed(write::xset_expireat),
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -4,
@@ -437,7 +447,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.pexpireat",
-        run: write::xset_pexpireat,
+        run: Body::Timed(write::xset_pexpireat),
         flags: "write deny-oom fast",
         acl: "write fast",
         arity: -4,
@@ -449,7 +459,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.persist",
-        run: write::xset_persist,
+        run: Body::Timed(write::xset_persist),
         // Moving a member to the end of the deadline index can split a leaf:
         // it may grow memory, so it is refused under maxmemory like adds.
         flags: "write deny-oom fast",
@@ -463,7 +473,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.scan",
-        run: read::xset_scan,
+        run: Body::Timed(read::xset_scan),
         flags: "readonly",
         acl: "read slow",
         arity: -3,
@@ -475,7 +485,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.randmember",
-        run: random::xset_randmember,
+        run: Body::Timed(random::xset_randmember),
         flags: "readonly",
         acl: "read slow",
         arity: -2,
@@ -487,7 +497,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.pop",
-        run: random::xset_pop,
+        run: Body::Timed(random::xset_pop),
         flags: "write fast",
         acl: "write fast",
         arity: -2,
@@ -499,7 +509,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.inter",
-        run: algebra::xset_inter,
+        run: Body::Timed(algebra::xset_inter),
         flags: "readonly",
         acl: "read slow",
         arity: -3,
@@ -511,7 +521,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.interstore",
-        run: algebra::xset_interstore,
+        run: Body::Timed(algebra::xset_interstore),
         flags: "write deny-oom",
         acl: "write slow",
         arity: -4,
@@ -523,7 +533,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.intercard",
-        run: algebra::xset_intercard,
+        run: Body::Timed(algebra::xset_intercard),
         flags: "readonly",
         acl: "read slow",
         arity: -3,
@@ -535,7 +545,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.union",
-        run: algebra::xset_union,
+        run: Body::Timed(algebra::xset_union),
         flags: "readonly",
         acl: "read slow",
         arity: -3,
@@ -547,7 +557,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.unionstore",
-        run: algebra::xset_unionstore,
+        run: Body::Timed(algebra::xset_unionstore),
         flags: "write deny-oom",
         acl: "write slow",
         arity: -4,
@@ -559,7 +569,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.diff",
-        run: algebra::xset_diff,
+        run: Body::Timed(algebra::xset_diff),
         flags: "readonly",
         acl: "read slow",
         arity: -3,
@@ -571,7 +581,7 @@ pub const TABLE: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.diffstore",
-        run: algebra::xset_diffstore,
+        run: Body::Timed(algebra::xset_diffstore),
         flags: "write deny-oom",
         acl: "write slow",
         arity: -4,
@@ -589,7 +599,7 @@ pub const TABLE: &[CommandSpec] = &[
 pub const TEST_ONLY: &[CommandSpec] = &[
     CommandSpec {
         name: "xset.debug-panic",
-        run: debug_panic,
+        run: Body::Timed(debug_panic),
         flags: "readonly",
         acl: "read slow",
         arity: -1,
@@ -601,7 +611,7 @@ pub const TEST_ONLY: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xset.debug-fault",
-        run: debug_fault,
+        run: Body::Timed(debug_fault),
         flags: "readonly",
         acl: "read slow",
         arity: 2,

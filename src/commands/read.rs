@@ -7,26 +7,26 @@ use super::parse::{Target, is, parse_i64, parse_u64, parse_window};
 use super::reply::{WithTtl, bulk, int, pttl};
 use crate::clock::Clock;
 use crate::errors::{self, err};
-use crate::keyspace::with_read;
+use crate::keyspace::{with_live_read, with_read};
 use crate::xset::{NO_DEADLINE, Window, XSet, glob_match};
 use redis_module::{Context, RedisResult, RedisString, RedisValue};
 
 /// `XSET.HAS key member`: 1 if live, else 0. O(1).
-pub fn xset_has(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    with_read(ctx, &args[1], clock, |set| {
-        let live = set.is_some_and(|s| s.contains(args[2].as_slice(), clock.now_ms));
+pub fn xset_has(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    with_live_read(ctx, &args[1], |set, now_ms| {
+        let live = set.is_some_and(|s| s.contains(args[2].as_slice(), now_ms));
         Ok(RedisValue::Integer(i64::from(live)))
     })
 }
 
 /// `XSET.MHAS key member [member ...]`: an array of 1/0, one per member, in
 /// order. O(k).
-pub fn xset_mhas(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    with_read(ctx, &args[1], clock, |set| {
+pub fn xset_mhas(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    with_live_read(ctx, &args[1], |set, now_ms| {
         let replies = args[2..]
             .iter()
             .map(|m| {
-                let live = set.is_some_and(|s| s.contains(m.as_slice(), clock.now_ms));
+                let live = set.is_some_and(|s| s.contains(m.as_slice(), now_ms));
                 RedisValue::Integer(i64::from(live))
             })
             .collect();
@@ -36,9 +36,9 @@ pub fn xset_mhas(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResu
 
 /// `XSET.CARD key`: the number of live members. O(1) on a primary (due
 /// members were just reclaimed); O(log n + expired) on a replica.
-pub fn xset_card(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
-    with_read(ctx, &args[1], clock, |set| {
-        Ok(int(set.map_or(0, |s| s.live_len(clock.now_ms))))
+pub fn xset_card(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    with_live_read(ctx, &args[1], |set, now_ms| {
+        Ok(int(set.map_or(0, |s| s.live_len(now_ms))))
     })
 }
 
