@@ -92,8 +92,11 @@ pub fn live_bound_ms() -> Option<u64> {
 const UNSET: u64 = 0;
 
 /// [`TRANSACTION_START_MS`] before any transaction arrived since the
-/// module loaded (one the filter did not see, as an AOF's, takes the time
-/// at its first xset command, as [`UNSET`]).
+/// module loaded. [`Clock::of`] reads it as [`UNSET`]: a transaction the
+/// filter did not see takes the time at its first xset command.
+/// [`live_bound_ms`] reads it as no transaction at all, so a live read
+/// that came first in such a transaction would not fix the time for the
+/// rest; the only such transactions are an AOF's, which hold no reads.
 const NONE_YET: u64 = u64::MAX;
 
 /// The time a command runs at, and whether this server may reclaim.

@@ -1,7 +1,8 @@
 //! The only code that opens keys, propagates and notifies. Commands and the
-//! expiry cycle reach sets through [`with_write`], [`with_read`] and
-//! [`expire_due`]; what they change, they report through [`propagate_add`],
-//! [`propagate_rem`] and friends, which are written here once.
+//! expiry cycle reach sets through [`with_write`], [`with_read`],
+//! [`with_live_read`] and [`expire_due`]; what they change, they report
+//! through [`propagate_add`], [`propagate_rem`] and friends, which are
+//! written here once.
 //!
 //! Rules every path keeps:
 //! - on a primary, touching a key first reclaims its due members and
@@ -233,26 +234,11 @@ pub fn with_read(
     clock: Clock,
     body: impl FnOnce(Option<&XSet>) -> RedisResult,
 ) -> RedisResult {
-    {
-        let handle = ctx.open_key(key);
-        let set = handle
-            .get_value::<XSet>(&XSET_TYPE)
-            .map_err(|_| RedisError::WrongType)?;
-        let due = clock.primary
-            && !clock.paused
-            && set
-                .and_then(XSet::next_deadline)
-                .is_some_and(|d| d <= clock.now_ms);
-        if !due {
-            return body(set);
-        }
-    }
-    with_write(ctx, key, clock, |_| Ok(RedisValue::NoReply))?;
-    let handle = ctx.open_key(key);
-    body(
-        handle
-            .get_value::<XSet>(&XSET_TYPE)
-            .map_err(|_| RedisError::WrongType)?,
+    read_at(
+        ctx,
+        key,
+        |next| read_at_clock(clock, next),
+        |set, _| body(set),
     )
 }
 
@@ -261,23 +247,64 @@ pub fn with_read(
 /// members are live. When no member is due by [`clock::live_bound_ms`]
 /// (the usual read), that bound is the time and the server's context flags
 /// are not read: every member is live at the command's own time too. Else
-/// it runs as [`with_read`] at the command's time.
+/// it runs as [`with_read`] at the command's time. The key is looked up
+/// once either way, unless due members must be reclaimed first.
 pub fn with_live_read(
     ctx: &Context,
     key: &RedisString,
     body: impl FnOnce(Option<&XSet>, u64) -> RedisResult,
 ) -> RedisResult {
-    if let Some(bound) = clock::live_bound_ms() {
+    let read = |next: Option<u64>| match clock::live_bound_ms() {
+        Some(bound_ms) if next.is_none_or(|d| d > bound_ms) => Read::At(bound_ms),
+        _ => read_at_clock(Clock::of(ctx), next),
+    };
+    read_at(ctx, key, read, body)
+}
+
+/// How a read goes on, given its set's earliest deadline.
+enum Read {
+    /// Answer from the set as it is, at this time.
+    At(u64),
+    /// Reclaim the due members first, then answer at this clock's time.
+    Reclaimed(Clock),
+}
+
+/// A read at `clock` of a set whose earliest deadline is `next`: only a
+/// primary that is not paused reclaims, and only what is due.
+fn read_at_clock(clock: Clock, next: Option<u64>) -> Read {
+    if clock.primary && !clock.paused && next.is_some_and(|d| d <= clock.now_ms) {
+        Read::Reclaimed(clock)
+    } else {
+        Read::At(clock.now_ms)
+    }
+}
+
+/// The reads' common path: one lookup of `key`, `read` decides from the
+/// set's earliest deadline, and a reclaim looks the key up again after.
+fn read_at(
+    ctx: &Context,
+    key: &RedisString,
+    read: impl FnOnce(Option<u64>) -> Read,
+    body: impl FnOnce(Option<&XSet>, u64) -> RedisResult,
+) -> RedisResult {
+    let clock = {
         let handle = ctx.open_key(key);
         let set = handle
             .get_value::<XSet>(&XSET_TYPE)
             .map_err(|_| RedisError::WrongType)?;
-        if set.is_none_or(|s| s.next_deadline().is_none_or(|d| d > bound)) {
-            return body(set, bound);
+        match read(set.and_then(XSet::next_deadline)) {
+            Read::At(now_ms) => return body(set, now_ms),
+            Read::Reclaimed(clock) => clock,
         }
-    }
-    let clock = Clock::of(ctx);
-    with_read(ctx, key, clock, |set| body(set, clock.now_ms))
+    };
+    with_write(ctx, key, clock, |_| Ok(RedisValue::NoReply))?;
+    let handle = ctx.open_key(key);
+    body(
+        handle
+            .get_value::<XSet>(&XSET_TYPE)
+            .map_err(|_| RedisError::WrongType)?,
+        clock.now_ms,
+    )
 }
 
 /// What [`repair_after_panic`] did.

@@ -292,3 +292,91 @@ fn a_postponed_transaction_runs_at_its_first_read() {
     );
     assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "m", "a"]), 0);
 }
+
+/// `INFO stats` `keyspace_hits` from a reply of `INFO`.
+fn hits(v: &Value) -> i64 {
+    let Value::BulkString(text) = v else {
+        panic!("INFO reply: {v:?}");
+    };
+    String::from_utf8_lossy(text)
+        .lines()
+        .find_map(|l| l.strip_prefix("keyspace_hits:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("keyspace_hits")
+}
+
+/// A read that cannot answer early (a member due by the wall clock but
+/// not at the transaction's time) still looks its key up once, as a timed
+/// read does: lookups count in `keyspace_hits` and touch the key's LRU/LFU.
+#[test]
+fn a_live_read_looks_its_key_up_once() {
+    let s = Server::start_with_module_args(&["--save", ""], &["active-expire", "no"]);
+    let mut c = s.conn();
+    let replies: Vec<Value> = redis::pipe()
+        .atomic()
+        .cmd("XSET.ADDEX")
+        .arg("m")
+        .arg("PX")
+        .arg("MEMBERS")
+        .arg(1)
+        .arg("a")
+        .arg(5)
+        .cmd("DEBUG")
+        .arg("SLEEP")
+        .arg("0.05")
+        .cmd("INFO")
+        .arg("stats")
+        .cmd("XSET.PTTL")
+        .arg("m")
+        .arg("a")
+        .cmd("INFO")
+        .arg("stats")
+        .cmd("XSET.HAS")
+        .arg("m")
+        .arg("a")
+        .cmd("INFO")
+        .arg("stats")
+        .query(&mut c)
+        .expect("MULTI");
+    assert_eq!(
+        replies[3],
+        Value::Int(5),
+        "TTL frozen at the transaction's start"
+    );
+    assert_eq!(replies[5], Value::Int(1), "live at the transaction's start");
+    let (h0, h1, h2) = (hits(&replies[2]), hits(&replies[4]), hits(&replies[6]));
+    assert_eq!(h1 - h0, 1, "XSET.PTTL: one lookup");
+    assert_eq!(h2 - h1, 1, "XSET.HAS: one lookup");
+}
+
+/// On a primary, a read that reclaims a due member first counts the same
+/// lookups whether it is timed (`XSET.PTTL`) or live (`XSET.HAS`,
+/// `XSET.CARD`).
+#[test]
+fn a_live_read_that_reclaims_counts_as_a_timed_read() {
+    let s = Server::start_with_module_args(&["--save", ""], &["active-expire", "no"]);
+    let mut c = s.conn();
+    let mut lookups = |cmd: &[&[u8]]| {
+        q::<i64>(
+            &mut c,
+            c![
+                "XSET.ADDEX",
+                "m",
+                "PX",
+                "MEMBERS",
+                "2",
+                "a",
+                "5",
+                "b",
+                "100000"
+            ],
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        let before = info_i64(&mut c, "stats", "keyspace_hits");
+        let _: Value = q(&mut c, cmd);
+        info_i64(&mut c, "stats", "keyspace_hits") - before
+    };
+    let timed = lookups(c!["XSET.PTTL", "m", "b"]);
+    assert_eq!(lookups(c!["XSET.HAS", "m", "b"]), timed, "XSET.HAS");
+    assert_eq!(lookups(c!["XSET.CARD", "m"]), timed, "XSET.CARD");
+}

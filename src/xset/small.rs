@@ -46,7 +46,7 @@ fn unstored(v: u64) -> u64 {
 /// value bits a byte, as LEB128 would take). The first byte says how long
 /// the whole is, so a reader needs no loop over the bytes.
 fn varint(v: u64) -> ([u8; 8], usize) {
-    debug_assert!(v < 1 << 49, "small deltas have at most 48 bits");
+    debug_assert!(v < 1 << 49, "a delta fits 7 bytes of this encoding");
     let bits = 64 - v.leading_zeros() as usize;
     let n = bits.div_ceil(7).clamp(1, 7);
     // The prefix above the value's 7n bits, the whole left-aligned.
@@ -75,8 +75,8 @@ fn read_long_varint(b: &[u8]) -> (u64, usize) {
         .first()
         .map_or(1, |&first| first.leading_ones() as usize + 1)
         .min(7);
-    // Eight bytes at once where the buffer has them (it is zero-padded to
-    // its size class, so it usually does), else the bytes there are.
+    // Eight bytes at once where that many are left, else the bytes there
+    // are (a delta among the last seven bytes of the entries).
     let word = match b.first_chunk::<8>() {
         Some(bytes) => u64::from_be_bytes(*bytes),
         None => {
