@@ -312,32 +312,20 @@ fn hits(v: &Value) -> i64 {
 fn a_live_read_looks_its_key_up_once() {
     let s = Server::start_with_module_args(&["--save", ""], &["active-expire", "no"]);
     let mut c = s.conn();
-    let replies: Vec<Value> = redis::pipe()
-        .atomic()
-        .cmd("XSET.ADDEX")
-        .arg("m")
-        .arg("PX")
-        .arg("MEMBERS")
-        .arg(1)
-        .arg("a")
-        .arg(5)
-        .cmd("DEBUG")
-        .arg("SLEEP")
-        .arg("0.05")
-        .cmd("INFO")
-        .arg("stats")
-        .cmd("XSET.PTTL")
-        .arg("m")
-        .arg("a")
-        .cmd("INFO")
-        .arg("stats")
-        .cmd("XSET.HAS")
-        .arg("m")
-        .arg("a")
-        .cmd("INFO")
-        .arg("stats")
-        .query(&mut c)
-        .expect("MULTI");
+    let _: String = q(&mut c, c!["MULTI"]);
+    for cmd in [
+        c!["XSET.ADDEX", "m", "PX", "MEMBERS", "1", "a", "5"],
+        c!["DEBUG", "SLEEP", "0.05"],
+        c!["INFO", "stats"],
+        c!["XSET.PTTL", "m", "a"],
+        c!["INFO", "stats"],
+        c!["XSET.HAS", "m", "a"],
+        c!["INFO", "stats"],
+    ] {
+        let queued: String = q(&mut c, cmd);
+        assert_eq!(queued, "QUEUED");
+    }
+    let replies: Vec<Value> = q(&mut c, c!["EXEC"]);
     assert_eq!(
         replies[3],
         Value::Int(5),
