@@ -298,11 +298,7 @@ fn hits(v: &Value) -> i64 {
     let Value::BulkString(text) = v else {
         panic!("INFO reply: {v:?}");
     };
-    String::from_utf8_lossy(text)
-        .lines()
-        .find_map(|l| l.strip_prefix("keyspace_hits:"))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("keyspace_hits")
+    info_text_i64(&String::from_utf8_lossy(text), "keyspace_hits").expect("keyspace_hits")
 }
 
 /// A read that cannot answer early (a member due by the wall clock but

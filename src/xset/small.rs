@@ -1,10 +1,10 @@
 //! The small encoding: every member in one buffer, in deadline order, each
-//! entry `[deadline delta: prefix varint][length: 1 byte][member bytes]`, the delta
-//! counted from the previous entry's deadline (from 0 for the first). One
-//! allocation for the whole set, so a few dozen members cost little more
-//! than their bytes (deadlines a few seconds apart take 2 or 3 bytes, not
-//! 6); every operation is a linear pass over at most a few kilobytes, which
-//! is what Redis's listpack encodings trade as well.
+//! entry `[deadline delta: prefix varint][length: 1 byte][member bytes]`,
+//! the delta counted from the previous entry's deadline (from 0 for the
+//! first). One allocation for the whole set, so a few dozen members cost
+//! little more than their bytes (deadlines a few seconds apart take 2 or 3
+//! bytes, not 6); every operation is a linear pass over at most a few
+//! kilobytes, which is what Redis's listpack encodings trade as well.
 //!
 //! The buffer is allocated a whole size class of the allocator
 //! ([`member::allocation_size`] of the bytes used), which the allocator
@@ -81,8 +81,7 @@ fn read_long_varint(b: &[u8]) -> (u64, usize) {
         Some(bytes) => u64::from_be_bytes(*bytes),
         None => {
             let mut bytes = [0u8; 8];
-            let have = b.len().min(8);
-            bytes[..have].copy_from_slice(&b[..have]);
+            bytes[..b.len()].copy_from_slice(b);
             u64::from_be_bytes(bytes)
         }
     };

@@ -279,11 +279,16 @@ pub fn snapshot(c: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
 /// An integer field of an `INFO` section.
 pub fn info_i64(c: &mut Connection, section: &str, field: &str) -> i64 {
     let info: String = q(c, c!["INFO", section]);
+    info_text_i64(&info, field).unwrap_or_else(|| panic!("INFO {section} has no integer {field}"))
+}
+
+/// An integer field of an `INFO` reply's text (say, one read inside a
+/// transaction).
+pub fn info_text_i64(info: &str, field: &str) -> Option<i64> {
     let prefix = format!("{field}:");
     info.lines()
         .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("INFO {section} has no integer {field}"))
 }
 
 /// A fake replica: performs a full sync, skips the RDB, then yields each
