@@ -208,7 +208,11 @@ impl Store for Large {
         self.len
     }
 
-    fn find_or_place(&self, member: &[u8], _deadline_ms: u64) -> Result<(u32, u64), u64> {
+    fn find_or_place(&self, member: &[u8], deadline_ms: u64) -> Result<(u32, u64), u64> {
+        // The leaf that the deadline goes to (the member's next place in
+        // the index, refreshed or new) is fetched while the member is
+        // looked up.
+        self.by_deadline.prefetch_for(deadline_ms);
         let hash = self.hasher.hash(member);
         let slots = &self.slots;
         let found = self.table.find(hash, |s| {

@@ -12,7 +12,12 @@
 //! to [`CHUNK_CAP`], each a deque, and the chunks in a deque with their own
 //! first pair and pair count. Finding a leaf is two searches over
 //! contiguous memory (interpolated, since deadlines are spread evenly over
-//! time); a leaf split or merge shifts at most one chunk's headers, not
+//! time; the second between its chunk's first pair and the next chunk's,
+//! which the first search read, so that it reads only the leaf headers
+//! around its guess: in a large index each of those is a cache miss). A
+//! refresh to a random deadline starts fetching the new pair's leaf
+//! headers before it looks its member up, and its records before it
+//! locates the old pair ([`DeadlineIndex::prefetch_for`]); a leaf split or merge shifts at most one chunk's headers, not
 //! half of all of them (at 10M members with random TTLs that was a 1.3 MB
 //! memmove per split, a tenth of an add's time and a latency spike that
 //! grows with the set); and dropping the first leaf or chunk (what expiry
@@ -61,6 +66,14 @@
 
 use std::collections::VecDeque;
 
+/// Reads `x` for its cache line alone: the load does not hold up the
+/// instructions after it, which go on while the line arrives (what a
+/// prefetch instruction does, without `unsafe` in the core).
+#[inline(always)]
+fn touch<T: Copy>(x: &T) {
+    std::hint::black_box(*x);
+}
+
 /// Pairs per leaf: 127 × 8 bytes fit jemalloc's 1024-byte size class.
 pub(super) const LEAF_CAP: usize = 127;
 
@@ -94,6 +107,9 @@ fn packed((deadline, slot): Key) -> u128 {
     (u128::from(deadline) << 32) | u128::from(slot)
 }
 
+/// Gallop steps (1, 2, 4, 8, 16 keys away) before bisecting the rest.
+const GALLOP: u32 = 5;
+
 /// How many of the `n` strictly increasing keys `at(0)..at(n - 1)` are below
 /// `t`. The position is guessed by interpolating between the end keys, the
 /// guess is widened by galloping (a few steps) until it brackets the answer,
@@ -102,8 +118,6 @@ fn packed((deadline, slot): Key) -> u128 {
 /// spread (say, members without a deadline after expiring ones) the gallop
 /// gives up early and it costs a binary search plus a few probes.
 fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
-    /// Gallop steps (1, 2, 4, 8, 16 keys away) before bisecting the rest.
-    const GALLOP: u32 = 5;
     /// Up to this many keys a plain bisection (five steps) beats the
     /// division an interpolated guess costs.
     const BISECT_UP_TO: usize = 32;
@@ -118,20 +132,48 @@ fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
         return n;
     }
     // Here first < t <= last, so n >= 2 and the answer is in 1..n.
+    let guess = interpolate(t - first, last - first, n - 1).clamp(1, n - 1);
+    bracket(at, t, guess, 0, n - 1)
+}
+
+/// [`rank_by`] for keys whose bounds the caller knows without reading
+/// them: `at(0) == first` and every key below `end`. The guess then costs
+/// no probe of the end keys, which in a large index are cache misses of
+/// their own (the first and last leaf headers of a chunk); only the keys
+/// around the guess are read.
+fn rank_between(n: usize, at: impl Fn(usize) -> u128, t: u128, first: u128, end: u128) -> usize {
+    if t <= first {
+        return 0;
+    }
+    if t >= end || n == 1 {
+        return n;
+    }
+    // Here first < t < end and n >= 2: the answer is in 1..=n, and a key
+    // `end` at position n would keep the keys increasing.
+    let guess = interpolate(t - first, end - first, n).clamp(1, n - 1);
+    bracket(at, t, guess, 0, n)
+}
+
+/// `x / span` of `m` positions, `x <= span`: where an evenly spread key
+/// `x` above the first would sit.
+fn interpolate(x: u128, span: u128, m: usize) -> usize {
     // Converting a u128 to a float is a library call: the offsets are
     // taken as u64, those of the keys' deadline halves when the span is
     // wider (deadlines over 2^32 ms apart); the guess is a guess either way.
-    // Here t <= last, so x <= span.
-    let (x, span) = (t - first, last - first);
     let fraction = match u64::try_from(span) {
         Ok(span) => x as u64 as f64 / span as f64,
         Err(_) => (x >> 32) as u64 as f64 / (span >> 32) as u64 as f64,
     };
-    let guess = ((fraction * (n - 1) as f64) as usize).clamp(1, n - 1);
-    // The bracket keeps at(lo) < t <= at(hi).
-    let (mut lo, mut hi);
+    (fraction * m as f64) as usize
+}
+
+/// The rank of `t` among keys `at(..)`, given `lo < guess < hi` with
+/// `at(lo) < t <= at(hi)` (`at(hi)` is not read: it may stand for a bound
+/// past the last key): gallops from the guess, then bisects.
+fn bracket(at: impl Fn(usize) -> u128, t: u128, guess: usize, lo: usize, hi: usize) -> usize {
+    let (mut lo, mut hi) = (lo, hi);
     if at(guess) < t {
-        (lo, hi) = (guess, n - 1);
+        lo = guess;
         for k in 0..GALLOP {
             let j = lo + (1 << k);
             if j >= hi {
@@ -145,9 +187,10 @@ fn rank_by(n: usize, at: impl Fn(usize) -> u128, t: u128) -> usize {
             }
         }
     } else {
-        (lo, hi) = (0, guess);
+        let floor = lo;
+        hi = guess;
         for k in 0..GALLOP {
-            let Some(j) = hi.checked_sub(1 << k).filter(|&j| j > lo) else {
+            let Some(j) = hi.checked_sub(1 << k).filter(|&j| j > floor) else {
                 break;
             };
             if at(j) < t {
@@ -613,14 +656,29 @@ impl Chunk {
     }
 
     /// The leaf that would hold `key`: the last one whose first pair is not
-    /// above it (the first one if none).
-    fn locate(&self, key: Key) -> usize {
+    /// above it (the first one if none). `end`, if known, is a pair above
+    /// all of the chunk's (the next chunk's first): the search then reads
+    /// no leaf header but those around its guess.
+    fn locate(&self, key: Key, end: Option<Key>) -> usize {
+        fn rank(
+            n: usize,
+            at: impl Fn(usize) -> u128,
+            t: u128,
+            first: u128,
+            end: Option<u128>,
+        ) -> usize {
+            match end {
+                Some(end) => rank_between(n, at, t, first, end),
+                None => rank_by(n, at, t),
+            }
+        }
         let t = packed(key) + 1;
+        let (n, first, end) = (self.leaves.len(), packed(self.first), end.map(packed));
         // Indexing a slice is cheaper than a deque, which wraps around;
         // the deque is usually in one piece.
         let rank = match self.leaves.as_slices() {
-            (leaves, []) => rank_by(leaves.len(), |i| packed(leaves[i].first()), t),
-            _ => rank_by(self.leaves.len(), |i| packed(self.leaves[i].first()), t),
+            (leaves, []) => rank(n, |i| packed(leaves[i].first()), t, first, end),
+            _ => rank(n, |i| packed(self.leaves[i].first()), t, first, end),
         };
         rank.saturating_sub(1)
     }
@@ -690,17 +748,62 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         self.len > COLD_ABOVE
     }
 
-    /// Chunk and leaf that would hold `key`: the last leaf whose first pair
-    /// is not above it (the first leaf if none); the index must not be
-    /// empty. Two interpolated searches over contiguous headers.
-    fn locate(&self, key: Key) -> (usize, usize) {
-        let c = rank_by(
+    /// Starts fetching, in a large index, the leaf headers that locating
+    /// deadline `deadline_ms` will read (the two around the guess that
+    /// [`Chunk::locate`] will make), so that a refresh's insert does not
+    /// wait for them: the owner calls this before it looks the member up.
+    /// Not for the last chunk, which the usual refresh keeps in cache.
+    pub fn prefetch_for(&self, deadline_ms: u64) {
+        if !self.cold() {
+            return;
+        }
+        let key = (deadline_ms, 0);
+        let c = self.chunk_of(key);
+        let (Some(chunk), Some(next)) = (self.chunks.get(c), self.chunks.get(c + 1)) else {
+            return;
+        };
+        let (t, first, end) = (packed(key) + 1, packed(chunk.first), packed(next.first));
+        let n = chunk.leaves.len();
+        if t <= first || n < 2 {
+            return;
+        }
+        let guess = interpolate(t - first, end - first, n).clamp(1, n - 1);
+        for leaf in chunk.leaves.range(guess - 1..=guess) {
+            // A header's two ends, the fields the search and the insert read.
+            touch(&leaf.first_deadline);
+            touch(&leaf.stale);
+        }
+    }
+
+    /// Starts fetching the records of leaf `l` of chunk `c`, which the
+    /// caller will read soon, while it goes on with something else.
+    fn prefetch_records(&self, (c, l): LeafAt) {
+        let leaf = &self.chunks[c].leaves[l];
+        let recs = &leaf.recs[leaf.start()..leaf.start() + leaf.len()];
+        for rec in recs.iter().step_by(8).chain(recs.last()) {
+            touch(rec);
+        }
+    }
+
+    /// The chunk that would hold `key`: the last one whose first pair is
+    /// not above it (the first one if none). Chunk headers are 64 bytes,
+    /// about 160 KB at 10M members, and mostly in cache.
+    fn chunk_of(&self, key: Key) -> usize {
+        rank_by(
             self.chunks.len(),
             |i| packed(self.chunks[i].first),
             packed(key) + 1,
         )
-        .saturating_sub(1);
-        (c, self.chunks[c].locate(key))
+        .saturating_sub(1)
+    }
+
+    /// Chunk and leaf that would hold `key`: the last leaf whose first pair
+    /// is not above it (the first leaf if none); the index must not be
+    /// empty. Two interpolated searches over contiguous headers.
+    fn locate(&self, key: Key) -> (usize, usize) {
+        let c = self.chunk_of(key);
+        let end = self.chunks.get(c + 1).map(|next| next.first);
+        (c, self.chunks[c].locate(key, end))
     }
 
     /// The leaf before leaf `l` of chunk `c`, if any (in the chunk before
@@ -994,6 +1097,14 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// located once and neither splits nor merges.
     pub fn replace(&mut self, old: Key, new: Key, live: &impl Fn(Key) -> bool) {
         debug_assert!(!self.chunks.is_empty());
+        let last = &self.chunks[self.chunks.len() - 1];
+        let to_end = new.0 >= last.leaves[last.leaves.len() - 1].first().0;
+        if self.cold() && !to_end {
+            // The new pair's leaf headers are likely in cache (see
+            // `prefetch_for`), the old pair's not: its records are fetched
+            // while the old pair's leaf is located.
+            self.prefetch_records(self.locate(new));
+        }
         let (c, l) = self.locate(old);
         let chunk = &self.chunks[c];
         let leaf = &chunk.leaves[l];
@@ -1035,8 +1146,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // pair's leaf takes now counts it as its leaf does; the insert
         // revives it if it survived.
         let not_new = |k: Key| k != new && live(k);
-        let last = &self.chunks[self.chunks.len() - 1];
-        if new.0 >= last.leaves[last.leaves.len() - 1].first().0 {
+        if to_end {
             self.retire(c, l, &not_new);
         } else {
             let removed = self.remove_in(c, l, old, &not_new);
@@ -1616,6 +1726,13 @@ mod tests {
             for t in probes.chain([0, u128::MAX]) {
                 let want = keys.partition_point(|&k| k < t);
                 assert_eq!(rank_by(keys.len(), |i| keys[i], t), want, "t = {t}");
+                // Bounded by the first key and one just past the last, or
+                // far past it (the guess then lands low).
+                let (first, last) = (keys[0], keys[keys.len() - 1]);
+                for end in [last + 1, last.saturating_mul(3).max(last + 1)] {
+                    let got = rank_between(keys.len(), |i| keys[i], t, first, end);
+                    assert_eq!(got, want, "t = {t}, end = {end}");
+                }
             }
         }
     }
@@ -1633,6 +1750,23 @@ mod tests {
             let keys: Vec<u128> = keys.into_iter().collect();
             let want = keys.partition_point(|&k| k < t);
             prop_assert_eq!(rank_by(keys.len(), |i| keys[i], t), want);
+        }
+
+        #[test]
+        fn rank_between_is_a_partition_point(
+            keys in proptest::collection::btree_set(
+                prop_oneof![any::<u128>(), 0u128..64, (0u64..8).prop_map(|d| u128::from(d) << 70)],
+                1..200),
+            t in prop_oneof![any::<u128>(), 0u128..80, (0u64..9).prop_map(|d| u128::from(d) << 70)],
+            past in prop_oneof![Just(1u128), 1u128..1000, any::<u128>()],
+        ) {
+            // `end` is any bound above the last key; the first key is known.
+            let keys: Vec<u128> = keys.into_iter().collect();
+            let last = keys[keys.len() - 1];
+            prop_assume!(last < u128::MAX);
+            let end = last.saturating_add(past).max(last + 1);
+            let want = keys.partition_point(|&k| k < t);
+            prop_assert_eq!(rank_between(keys.len(), |i| keys[i], t, keys[0], end), want);
         }
 
         #[test]
@@ -2049,7 +2183,9 @@ mod tests {
     #[test]
     fn chunks_split_and_merge_under_random_churn() {
         // Random pairs into chunks of four leaves, then removals, pops and
-        // replacements until empty, against a model.
+        // replacements until empty, against a model. Past `COLD_ABOVE`
+        // pairs, so that refreshes also take the path that fetches the
+        // new pair's leaf first (`prefetch_for`, then `replace`).
         let mut index: DeadlineIndex<4> = DeadlineIndex::default();
         let mut model = BTreeSet::new();
         let mut x = 12345u64;
@@ -2059,7 +2195,7 @@ mod tests {
             x ^= x << 17;
             x
         };
-        for s in 0..30_000u32 {
+        for s in 0..40_000u32 {
             let key = (rand() % 1_000_000, s);
             model.insert(key);
             index.insert(key, &all);
@@ -2070,6 +2206,7 @@ mod tests {
         same(&index, &model);
         let chunks = index.chunks.len();
         assert!(chunks > 50, "{chunks} chunks");
+        assert!(index.cold());
         let mut step = 0;
         while let Some(&k) = model.iter().nth((rand() as usize) % model.len().max(1)) {
             match step % 3 {
@@ -2084,6 +2221,7 @@ mod tests {
                 _ => {
                     let new = (rand() % 1_000_000, k.1);
                     if !model.contains(&new) {
+                        index.prefetch_for(new.0);
                         model.remove(&k);
                         model.insert(new);
                         index.replace(k, new, &|k| model.contains(&k));
