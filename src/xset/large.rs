@@ -212,8 +212,9 @@ impl Store for Large {
         // The leaf that the deadline goes to (the member's next place in
         // the index, refreshed or new) is fetched while the member is
         // looked up.
-        self.by_deadline.prefetch_for(deadline_ms);
         let hash = self.hasher.hash(member);
+        self.table.touch(hash);
+        self.by_deadline.prefetch_for(deadline_ms);
         let slots = &self.slots;
         let found = self.table.find(hash, |s| {
             slots[s as usize]

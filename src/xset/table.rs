@@ -346,6 +346,14 @@ impl SlotTable {
             .or_else(|| self.old.as_ref().and_then(|m| m.from.find(hash, &mut is)))
     }
 
+    /// Starts fetching the bucket where a lookup of `hash` begins, in a
+    /// table too large to stay in cache, without waiting for it.
+    pub fn touch(&self, hash: u64) {
+        if self.cur.len() > 1 << 15 {
+            std::hint::black_box(self.cur.buckets[self.cur.home(hash)]);
+        }
+    }
+
     /// Stores `slot`, which must not be stored, for a member with `hash`.
     /// `hash_of` gives any stored slot's hash, to move slots when growing.
     pub fn insert(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) {
