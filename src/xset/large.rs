@@ -209,9 +209,10 @@ impl Store for Large {
     }
 
     fn find_or_place(&self, member: &[u8], deadline_ms: u64) -> Result<(u32, u64), u64> {
-        // The leaf that the deadline goes to (the member's next place in
-        // the index, refreshed or new) is fetched while the member is
-        // looked up.
+        // In a large set, the member's hash bucket and the leaf headers
+        // of the deadline it goes to (refreshed or new) are fetched at
+        // once, and the latter arrive while the member is looked up. A
+        // plain lookup (`Store::find`) passes `u64::MAX`: no leaf.
         let hash = self.hasher.hash(member);
         self.table.touch(hash);
         self.by_deadline.prefetch_for(deadline_ms);

@@ -167,9 +167,10 @@ fn interpolate(x: u128, span: u128, m: usize) -> usize {
     (fraction * m as f64) as usize
 }
 
-/// The rank of `t` among keys `at(..)`, given `lo < guess < hi` with
-/// `at(lo) < t <= at(hi)` (`at(hi)` is not read: it may stand for a bound
-/// past the last key): gallops from the guess, then bisects.
+/// The rank of `t` among keys `at(..)`, given `lo < guess <= hi` with
+/// `at(lo) < t <= at(hi)`: gallops from the guess, then bisects. Only
+/// `at(guess)` and keys strictly between `lo` and `hi` are read, so `at(hi)`
+/// may stand for a bound past the last key when the guess is below it.
 fn bracket(at: impl Fn(usize) -> u128, t: u128, guess: usize, lo: usize, hi: usize) -> usize {
     let (mut lo, mut hi) = (lo, hi);
     if at(guess) < t {
@@ -749,12 +750,14 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     }
 
     /// Starts fetching, in a large index, the leaf headers that locating
-    /// deadline `deadline_ms` will read (the two around the guess that
-    /// [`Chunk::locate`] will make), so that a refresh's insert does not
+    /// deadline `deadline_ms` will read (that of [`Chunk::locate`]'s
+    /// guess and the next, which its search reads when, as usual, the
+    /// guess is not past the answer), so that a refresh's insert does not
     /// wait for them: the owner calls this before it looks the member up.
-    /// Not for the last chunk, which the usual refresh keeps in cache.
+    /// Not for the last chunk, which the usual refresh keeps in cache, nor
+    /// for `u64::MAX` (no deadline, also what a plain lookup passes).
     pub fn prefetch_for(&self, deadline_ms: u64) {
-        if !self.cold() {
+        if !self.cold() || deadline_ms == u64::MAX {
             return;
         }
         let key = (deadline_ms, 0);
@@ -768,7 +771,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             return;
         }
         let guess = interpolate(t - first, end - first, n).clamp(1, n - 1);
-        for leaf in chunk.leaves.range(guess - 1..=guess) {
+        for leaf in chunk.leaves.range(guess..(guess + 2).min(n)) {
             // A header's two ends, the fields the search and the insert read.
             touch(&leaf.first_deadline);
             touch(&leaf.stale);
@@ -1100,9 +1103,10 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let last = &self.chunks[self.chunks.len() - 1];
         let to_end = new.0 >= last.leaves[last.leaves.len() - 1].first().0;
         if self.cold() && !to_end {
-            // The new pair's leaf headers are likely in cache (see
-            // `prefetch_for`), the old pair's not: its records are fetched
-            // while the old pair's leaf is located.
+            // The new pair's leaf headers are usually in cache (an add
+            // fetched them, see `prefetch_for`), the old pair's not: the
+            // new leaf's records are fetched while the old pair's leaf is
+            // located.
             self.prefetch_records(self.locate(new));
         }
         let (c, l) = self.locate(old);
