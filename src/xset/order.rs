@@ -14,14 +14,15 @@
 //! contiguous memory (interpolated, since deadlines are spread evenly over
 //! time; the second between its chunk's first pair and the next chunk's,
 //! which the first search read, so that it reads only the leaf headers
-//! around its guess: in a large index each of those is a cache miss). A
-//! refresh to a random deadline starts fetching the new pair's leaf
-//! headers before it looks its member up, and its records before it
-//! locates the old pair ([`DeadlineIndex::prefetch_for`]); a leaf split or merge shifts at most one chunk's headers, not
-//! half of all of them (at 10M members with random TTLs that was a 1.3 MB
-//! memmove per split, a tenth of an add's time and a latency spike that
-//! grows with the set); and dropping the first leaf or chunk (what expiry
-//! does) is O(1). Within a leaf the pairs float in their array, so dropping
+//! around its guess: in a large index each of those is a cache miss). In a
+//! large index, a refresh to a random deadline fetches the new pair's leaf
+//! headers while the owner looks its member up
+//! ([`DeadlineIndex::prefetch_for`]), and that leaf's records while it
+//! locates the old pair. A leaf split or merge shifts at most one chunk's
+//! headers, not half of all of them (at 10M members with random TTLs that
+//! was a 1.3 MB memmove per split, a tenth of an add's time and a latency
+//! spike that grows with the set); and dropping the first leaf or chunk
+//! (what expiry does) is O(1). Within a leaf the pairs float in their array, so dropping
 //! the first pair is O(1) too.
 //!
 //! Deadlines mostly arrive in increasing order (`now + ttl`, one run per
