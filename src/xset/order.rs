@@ -758,7 +758,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Not for the last chunk, which the usual refresh keeps in cache, nor
     /// for `u64::MAX` (no deadline, also what a plain lookup passes).
     pub fn prefetch_for(&self, deadline_ms: u64) {
-        if !self.cold() || deadline_ms == u64::MAX {
+        // The last chunk's first pair is read on every insert, in cache.
+        let in_last_chunk = self.chunks.back().is_none_or(|c| deadline_ms >= c.first.0);
+        if !self.cold() || deadline_ms == u64::MAX || in_last_chunk {
             return;
         }
         let key = (deadline_ms, 0);
