@@ -775,7 +775,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         }
         let guess = interpolate(t - first, end - first, n).clamp(1, n - 1);
         for leaf in chunk.leaves.range(guess..(guess + 2).min(n)) {
-            // A header's two ends, the fields the search and the insert read.
+            // The first pair, which the search reads, and a count, which
+            // the insert reads. (Touching the records' address as well
+            // measured no better: 3.98 against 3.84 µs an op at 10M.)
             touch(&leaf.first_deadline);
             touch(&leaf.stale);
         }
