@@ -216,6 +216,15 @@ const COMPACT_MAX_MEMBERS: usize = 8192;
 /// A random starting epoch: a cursor handed out by another process (before
 /// a restart, a reload or a failover) almost surely fails to match and the
 /// scan starts over instead of skipping members.
+/// Reads `x` for its cache line alone: the load does not hold up the
+/// instructions after it, which go on while the line arrives (what a
+/// prefetch instruction does, without `unsafe` in the core). For the large
+/// encoding's table and index, which fetch what a command will read next.
+#[inline(always)]
+fn touch<T: Copy>(x: &T) {
+    std::hint::black_box(*x);
+}
+
 fn random_epoch() -> u32 {
     use std::hash::BuildHasher;
     (std::collections::hash_map::RandomState::new().hash_one(0u8) as u32) & EPOCH_MASK

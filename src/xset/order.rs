@@ -65,15 +65,8 @@
 //! ask `live` only about the part of a leaf that a window cuts, when that
 //! leaf holds stale pairs; iteration skips the pairs `live` denies.
 
+use super::touch;
 use std::collections::VecDeque;
-
-/// Reads `x` for its cache line alone: the load does not hold up the
-/// instructions after it, which go on while the line arrives (what a
-/// prefetch instruction does, without `unsafe` in the core).
-#[inline(always)]
-fn touch<T: Copy>(x: &T) {
-    std::hint::black_box(*x);
-}
 
 /// Pairs per leaf: 127 × 8 bytes fit jemalloc's 1024-byte size class.
 pub(super) const LEAF_CAP: usize = 127;

@@ -34,6 +34,10 @@ const MIN_BUCKETS: usize = 16;
 /// Bits of a bucket's distance field (when the slot field leaves room).
 const DIST_BITS: u32 = 4;
 
+/// Past this many buckets (128 KiB) the table is taken to be out of cache:
+/// [`SlotTable::touch`] fetches a lookup's bucket ahead.
+const OUT_OF_CACHE_ABOVE: usize = 1 << 15;
+
 /// The bucket count after `n`: the next half power of two (`2^k` or
 /// `1.5 * 2^k`), at least [`MIN_BUCKETS`].
 fn next_size(n: usize) -> usize {
@@ -347,10 +351,11 @@ impl SlotTable {
     }
 
     /// Starts fetching the bucket where a lookup of `hash` begins, in a
-    /// table too large to stay in cache, without waiting for it.
+    /// table too large to stay in cache ([`OUT_OF_CACHE_ABOVE`] buckets),
+    /// without waiting for it.
     pub fn touch(&self, hash: u64) {
-        if self.cur.len() > 1 << 15 {
-            std::hint::black_box(self.cur.buckets[self.cur.home(hash)]);
+        if self.cur.len() > OUT_OF_CACHE_ABOVE {
+            super::touch(&self.cur.buckets[self.cur.home(hash)]);
         }
     }
 
