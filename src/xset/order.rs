@@ -1098,6 +1098,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// located once and neither splits nor merges.
     pub fn replace(&mut self, old: Key, new: Key, live: &impl Fn(Key) -> bool) {
         debug_assert!(!self.chunks.is_empty());
+        // Only the old pair going can leave a stale pair first: purges and
+        // merges keep each leaf's first live pair first, and `new` is live.
+        let was_first = self.first() == Some(old);
         let last = &self.chunks[self.chunks.len() - 1];
         let to_end = new.0 >= last.leaves[last.leaves.len() - 1].first().0;
         if self.cold() && !to_end {
@@ -1129,7 +1132,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             if l == 0 {
                 chunk.refresh_first();
             }
-            self.settle_front(live);
+            if was_first {
+                self.settle_front(live);
+            }
             return;
         }
         // A new pair that goes to the end (the usual refresh: the same TTL
@@ -1154,21 +1159,27 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             let removed = self.remove_in(c, l, old, &not_new);
             debug_assert!(removed, "replaced pair present");
         }
-        self.insert(new, live);
+        self.insert_pair(new, live);
+        if was_first {
+            self.settle_front(live);
+        }
     }
 
     /// Counts a pair of leaf `l` of chunk `c` stale (`live` must deny it
     /// from now on). A leaf whose stale pairs outnumber its live ones is
-    /// purged, so stale pairs never take more than half a leaf for long.
-    /// If it was the first pair of the index, the insert that follows (in
-    /// `replace`, the only caller) settles the front.
+    /// purged, so stale pairs never take more than half a leaf for long;
+    /// otherwise no pair moved and no leaf changed length, so there is
+    /// nothing to merge. If it was the first pair of the index, `replace`
+    /// (the only caller) settles the front after its insert.
     fn retire(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
         let chunk = &mut self.chunks[c];
         let leaf = &mut chunk.leaves[l];
         leaf.stale += 1;
         chunk.stale += 1;
         self.stale += 1;
-        self.settle_leaf(c, l, live);
+        if usize::from(leaf.stale) * 2 > leaf.len() {
+            self.purge_leaf(c, l, live);
+        }
     }
 
     /// After a pair of leaf `l` of chunk `c` went or turned stale: purges
