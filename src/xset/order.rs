@@ -807,6 +807,21 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         (c, self.chunks[c].locate(key, end))
     }
 
+    /// Whether `key` belongs in leaf `l` of chunk `c` (what [`Self::locate`]
+    /// would answer), from that leaf's header and the next one's: this leaf
+    /// starts at or before it (or is the very first) and no later leaf
+    /// does. False for a leaf that does not exist.
+    fn belongs_in(&self, (c, l): LeafAt, key: Key) -> bool {
+        let Some(leaf) = self.chunks.get(c).and_then(|chunk| chunk.leaves.get(l)) else {
+            return false;
+        };
+        let below_next = match self.chunks[c].leaves.get(l + 1) {
+            Some(next) => key < next.first(),
+            None => self.chunks.get(c + 1).is_none_or(|next| key < next.first),
+        };
+        below_next && (leaf.first() <= key || (c == 0 && l == 0))
+    }
+
     /// The leaf before leaf `l` of chunk `c`, if any (in the chunk before
     /// when `l` is its first).
     fn leaf_before(&self, c: usize, l: usize) -> Option<LeafAt> {
@@ -857,6 +872,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
 
     /// Inserts `key` into leaf `l` of chunk `c`, where it belongs.
     fn insert_in(&mut self, c: usize, l: usize, key: Key, live: &impl Fn(Key) -> bool) {
+        debug_assert!(self.belongs_in((c, l), key), "inserted where it belongs");
         let cold = self.cold();
         let chunk = &mut self.chunks[c];
         let leaf = &mut chunk.leaves[l];
@@ -1103,24 +1119,18 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let was_first = self.first() == Some(old);
         let last = &self.chunks[self.chunks.len() - 1];
         let to_end = new.0 >= last.leaves[last.leaves.len() - 1].first().0;
-        if self.cold() && !to_end {
-            // The new pair's leaf headers are usually in cache (an add
-            // fetched them, see `prefetch_for`), the old pair's not: the
-            // new leaf's records are fetched while the old pair's leaf is
-            // located.
-            self.prefetch_records(self.locate(new));
+        // The new pair's leaf headers are usually in cache (an add fetched
+        // them, see `prefetch_for`), the old pair's not: in a large index
+        // the new leaf's records are fetched while the old pair's leaf is
+        // located, and the insert below starts from this leaf if removing
+        // the old pair left it where `new` belongs.
+        let new_at = (self.cold() && !to_end).then(|| self.locate(new));
+        if let Some(at) = new_at {
+            self.prefetch_records(at);
         }
         let (c, l) = self.locate(old);
-        let chunk = &self.chunks[c];
-        let leaf = &chunk.leaves[l];
-        // `new` belongs in this leaf if no later leaf starts at or before it,
-        // and this leaf starts at or before it (or is the very first).
-        let below_next = match chunk.leaves.get(l + 1) {
-            Some(next) => new < next.first(),
-            None => self.chunks.get(c + 1).is_none_or(|next| new < next.first),
-        };
-        let above_start = leaf.first() <= new || (c == 0 && l == 0);
-        if below_next && above_start && leaf.len() > 1 && leaf.stale == 0 && leaf.fits(new.0) {
+        let leaf = &self.chunks[c].leaves[l];
+        if self.belongs_in((c, l), new) && leaf.len() > 1 && leaf.stale == 0 && leaf.fits(new.0) {
             let cold = self.cold();
             let chunk = &mut self.chunks[c];
             let leaf = &mut chunk.leaves[l];
@@ -1159,7 +1169,10 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             let removed = self.remove_in(c, l, old, &not_new);
             debug_assert!(removed, "replaced pair present");
         }
-        self.insert_pair(new, live);
+        match new_at {
+            Some(at) if self.belongs_in(at, new) => self.insert_in(at.0, at.1, new, live),
+            _ => self.insert_pair(new, live),
+        }
         if was_first {
             self.settle_front(live);
         }
