@@ -2207,6 +2207,47 @@ mod tests {
     }
 
     #[test]
+    fn replacing_the_first_pair_keeps_the_front_live() {
+        // A refresh settles the front only when its old pair was first:
+        // move the first pair again and again, past the end (it turns
+        // stale), into the middle (it goes) and next to itself (the same
+        // leaf), in a small index and in one past `COLD_ABOVE`.
+        for n in [2_000u32, 40_000] {
+            let mut index: DeadlineIndex = DeadlineIndex::default();
+            let mut model = BTreeSet::new();
+            for s in 0..n {
+                let key = (u64::from(s) * 10, s);
+                model.insert(key);
+                index.insert(key, &all);
+            }
+            assert_eq!(index.cold(), n > 30_000);
+            let mut last = u64::from(n) * 10;
+            for step in 0..3_000u64 {
+                let old = index.first().expect("not empty");
+                let new = match step % 3 {
+                    0 => {
+                        last += 1;
+                        (last, old.1)
+                    }
+                    1 => (old.0 + 1 + (step * 7919) % last, old.1),
+                    _ => (old.0 + 1, old.1),
+                };
+                if model.contains(&new) {
+                    continue;
+                }
+                model.remove(&old);
+                model.insert(new);
+                index.replace(old, new, &|k| model.contains(&k));
+                assert_eq!(index.first(), model.first().copied(), "step {step}");
+                if step % 250 == 0 {
+                    same(&index, &model);
+                }
+            }
+            same(&index, &model);
+        }
+    }
+
+    #[test]
     fn chunks_split_and_merge_under_random_churn() {
         // Random pairs into chunks of four leaves, then removals, pops and
         // replacements until empty, against a model. Past `COLD_ABOVE`
