@@ -66,6 +66,7 @@
 //! leaf holds stale pairs; iteration skips the pairs `live` denies.
 
 use super::touch;
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// Pairs per leaf: 127 × 8 bytes fit jemalloc's 1024-byte size class.
@@ -730,6 +731,11 @@ pub(super) struct DeadlineIndex<const CHUNK: usize = CHUNK_CAP> {
     /// The chunks' [`Chunk::heap_bytes`], summed as they change, so that
     /// [`DeadlineIndex::heap_bytes`] is O(1).
     chunk_heap: usize,
+    /// A deadline and the chunk [`DeadlineIndex::prefetch_for`] found for
+    /// it: the refresh that follows locates its new pair from there. It is
+    /// checked against the chunk headers before use, so one left behind
+    /// costs the usual search, never a wrong answer.
+    guessed: Cell<Option<(u64, usize)>>,
 }
 
 impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
@@ -766,6 +772,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         if t <= first || n < 2 {
             return;
         }
+        self.guessed.set(Some((deadline_ms, c)));
         let guess = interpolate(t - first, end - first, n).clamp(1, n - 1);
         for leaf in chunk.leaves.range(guess..(guess + 2).min(n)) {
             // The first pair, which the search reads, and a count, which
@@ -790,19 +797,44 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// not above it (the first one if none). Chunk headers are 64 bytes,
     /// about 160 KB at 10M members, and mostly in cache.
     fn chunk_of(&self, key: Key) -> usize {
-        rank_by(
-            self.chunks.len(),
-            |i| packed(self.chunks[i].first),
-            packed(key) + 1,
-        )
-        .saturating_sub(1)
+        let t = packed(key) + 1;
+        // As in `Chunk::locate`: a slice indexes without the deque's wrap.
+        let rank = match self.chunks.as_slices() {
+            (chunks, []) => rank_by(chunks.len(), |i| packed(chunks[i].first), t),
+            _ => rank_by(self.chunks.len(), |i| packed(self.chunks[i].first), t),
+        };
+        rank.saturating_sub(1)
+    }
+
+    /// Whether chunk `c` is the one [`Self::chunk_of`] answers for `key`,
+    /// from its first pair and the next chunk's.
+    fn chunk_holds(&self, c: usize, key: Key) -> bool {
+        let Some(chunk) = self.chunks.get(c) else {
+            return false;
+        };
+        (c == 0 || chunk.first <= key) && self.chunks.get(c + 1).is_none_or(|next| key < next.first)
     }
 
     /// Chunk and leaf that would hold `key`: the last leaf whose first pair
     /// is not above it (the first leaf if none); the index must not be
     /// empty. Two interpolated searches over contiguous headers.
     fn locate(&self, key: Key) -> (usize, usize) {
-        let c = self.chunk_of(key);
+        self.locate_in(self.chunk_of(key), key)
+    }
+
+    /// [`Self::locate`] for the new pair of a refresh: from the chunk
+    /// [`Self::prefetch_for`] found for its deadline, if that holds it.
+    fn locate_guessed(&self, key: Key) -> (usize, usize) {
+        let c = match self.guessed.take() {
+            Some((d, c)) if d == key.0 && self.chunk_holds(c, key) => c,
+            _ => self.chunk_of(key),
+        };
+        debug_assert_eq!(c, self.chunk_of(key), "the chunk that holds the pair");
+        self.locate_in(c, key)
+    }
+
+    /// The leaf of chunk `c` that would hold `key`.
+    fn locate_in(&self, c: usize, key: Key) -> (usize, usize) {
         let end = self.chunks.get(c + 1).map(|next| next.first);
         (c, self.chunks[c].locate(key, end))
     }
@@ -1124,7 +1156,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // the new leaf's records are fetched while the old pair's leaf is
         // located, and the insert below starts from this leaf if removing
         // the old pair left it where `new` belongs.
-        let new_at = (self.cold() && !to_end).then(|| self.locate(new));
+        let new_at = (self.cold() && !to_end).then(|| self.locate_guessed(new));
         if let Some(at) = new_at {
             self.prefetch_records(at);
         }
