@@ -754,6 +754,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// guess and the next, which its search reads when, as usual, the
     /// guess is not past the answer), so that a refresh's insert does not
     /// wait for them: the owner calls this before it looks the member up.
+    /// The chunk found is kept for that refresh's search (`guessed`).
     /// Not for the last chunk, which the usual refresh keeps in cache, nor
     /// for `u64::MAX` (no deadline, also what a plain lookup passes).
     pub fn prefetch_for(&self, deadline_ms: u64) {
