@@ -798,13 +798,12 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// not above it (the first one if none). Chunk headers are 64 bytes,
     /// about 160 KB at 10M members, and mostly in cache.
     fn chunk_of(&self, key: Key) -> usize {
-        let t = packed(key) + 1;
-        // As in `Chunk::locate`: a slice indexes without the deque's wrap.
-        let rank = match self.chunks.as_slices() {
-            (chunks, []) => rank_by(chunks.len(), |i| packed(chunks[i].first), t),
-            _ => rank_by(self.chunks.len(), |i| packed(self.chunks[i].first), t),
-        };
-        rank.saturating_sub(1)
+        rank_by(
+            self.chunks.len(),
+            |i| packed(self.chunks[i].first),
+            packed(key) + 1,
+        )
+        .saturating_sub(1)
     }
 
     /// Whether chunk `c` is the one [`Self::chunk_of`] answers for `key`,
