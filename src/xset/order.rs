@@ -321,6 +321,11 @@ impl Leaf {
         (self.first_deadline, self.first_slot)
     }
 
+    /// Whether stale pairs outnumber live ones: the leaf is due a purge.
+    fn overstale(&self) -> bool {
+        usize::from(self.stale) * 2 > self.len()
+    }
+
     /// Whether deadline `d` has an offset from this leaf's base.
     fn fits(&self, d: u64) -> bool {
         d == u64::MAX || (d >= self.base && d - self.base < u64::from(FAR))
@@ -1222,7 +1227,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         leaf.stale += 1;
         chunk.stale += 1;
         self.stale += 1;
-        if usize::from(leaf.stale) * 2 > leaf.len() {
+        if leaf.overstale() {
             self.purge_leaf(c, l, live);
         }
     }
@@ -1233,7 +1238,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// left stale: callers settle the front after.
     fn settle_leaf(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
         let leaf = &self.chunks[c].leaves[l];
-        if usize::from(leaf.stale) * 2 > leaf.len() {
+        if leaf.overstale() {
             self.purge_leaf(c, l, live);
         } else {
             self.after_removal(c, l);
@@ -1795,16 +1800,34 @@ mod tests {
         }
     }
 
+    /// At least `min` (and under 200) distinct keys: any, small, or a few
+    /// far apart, so that interpolation guesses both well and badly.
+    fn sorted_keys(min: usize) -> impl Strategy<Value = BTreeSet<u128>> {
+        proptest::collection::btree_set(
+            prop_oneof![
+                any::<u128>(),
+                0u128..64,
+                (0u64..8).prop_map(|d| u128::from(d) << 70)
+            ],
+            min..200,
+        )
+    }
+
+    /// A key to rank among [`sorted_keys`]: of the same shapes, so that it
+    /// often falls on or next to one of them.
+    fn probe() -> impl Strategy<Value = u128> {
+        prop_oneof![
+            any::<u128>(),
+            0u128..80,
+            (0u64..9).prop_map(|d| u128::from(d) << 70)
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
         #[test]
-        fn rank_by_is_a_partition_point(
-            keys in proptest::collection::btree_set(
-                prop_oneof![any::<u128>(), 0u128..64, (0u64..8).prop_map(|d| u128::from(d) << 70)],
-                0..200),
-            t in prop_oneof![any::<u128>(), 0u128..80, (0u64..9).prop_map(|d| u128::from(d) << 70)],
-        ) {
+        fn rank_by_is_a_partition_point(keys in sorted_keys(0), t in probe()) {
             let keys: Vec<u128> = keys.into_iter().collect();
             let want = keys.partition_point(|&k| k < t);
             prop_assert_eq!(rank_by(keys.len(), |i| keys[i], t), want);
@@ -1812,10 +1835,8 @@ mod tests {
 
         #[test]
         fn rank_between_is_a_partition_point(
-            keys in proptest::collection::btree_set(
-                prop_oneof![any::<u128>(), 0u128..64, (0u64..8).prop_map(|d| u128::from(d) << 70)],
-                1..200),
-            t in prop_oneof![any::<u128>(), 0u128..80, (0u64..9).prop_map(|d| u128::from(d) << 70)],
+            keys in sorted_keys(1),
+            t in probe(),
             past in prop_oneof![Just(1u128), 1u128..1000, any::<u128>()],
         ) {
             // `end` is any bound above the last key; the first key is known.
