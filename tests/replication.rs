@@ -87,6 +87,65 @@ fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
     marker(&mut c, &mut r, 2);
 }
 
+/// One-member adds propagate their deadline as a string the module keeps
+/// from one add to the next while the deadline repeats: each add still
+/// carries its own deadline, also when a transaction holds several of them
+/// until `EXEC` and the deadline changes and comes back in between.
+#[test]
+fn one_member_adds_each_propagate_their_own_deadline() {
+    let s = replication_primary();
+    let mut c = s.conn();
+    let mut r = ReplStream::connect(s.port);
+    let far = server_ms(&mut c) + 9_000_000;
+    let deadlines = [far, far, far + 1, far, far + 12_345, far + 12_345];
+    let add = |c: &mut redis::Connection, member: &str, at: u64| {
+        let at = at.to_string();
+        q::<redis::Value>(
+            c,
+            c![
+                "XSET.ADDEX",
+                "k",
+                "PXAT",
+                "MEMBERS",
+                "1",
+                member,
+                at.as_str()
+            ],
+        )
+    };
+    for (i, at) in deadlines.iter().enumerate() {
+        add(&mut c, &format!("m{i}"), *at);
+    }
+    q::<String>(&mut c, c!["MULTI"]);
+    for (i, at) in deadlines.iter().enumerate() {
+        add(&mut c, &format!("t{i}"), *at);
+    }
+    q::<Vec<i64>>(&mut c, c!["EXEC"]);
+    let want = |prefix: &str| -> Vec<Vec<String>> {
+        deadlines
+            .iter()
+            .enumerate()
+            .map(|(i, at)| {
+                ["XSET.ADDEX", "k", "PXAT", "MEMBERS", "1"]
+                    .map(String::from)
+                    .into_iter()
+                    .chain([format!("{prefix}{i}"), at.to_string()])
+                    .collect()
+            })
+            .collect()
+    };
+    for w in want("m") {
+        assert_eq!(r.next(), w);
+    }
+    // The transaction's writes, between its MULTI and EXEC.
+    assert_eq!(r.next()[0].to_ascii_uppercase(), "MULTI");
+    for w in want("t") {
+        assert_eq!(r.next(), w);
+    }
+    assert_eq!(r.next()[0].to_ascii_uppercase(), "EXEC");
+    marker(&mut c, &mut r, 1);
+}
+
 #[test]
 fn lazy_expiry_propagates_explicit_removals() {
     let s = replication_primary();

@@ -77,6 +77,7 @@ pub fn missing_apis() -> Vec<&'static str> {
         RedisModule_ModuleTypeSetValue,
         RedisModule_CreateDataType,
         RedisModule_CreateString,
+        RedisModule_CreateStringFromLongLong,
         RedisModule_FreeString,
         RedisModule_Replicate,
         RedisModule_NotifyKeyspaceEvent,
