@@ -13,23 +13,6 @@ use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-/// Adds `member` to `key` with the absolute deadline `at` (ms).
-fn add_at(c: &mut Connection, key: &str, member: &str, at: u64) {
-    let at = at.to_string();
-    q::<i64>(
-        c,
-        c![
-            "XSET.ADDEX",
-            key,
-            "PXAT",
-            "MEMBERS",
-            "1",
-            member,
-            at.as_str()
-        ],
-    );
-}
-
 /// Members with their absolute deadlines (-1: none), from `XSET.PEXPIRETIME`.
 fn deadlines(c: &mut Connection, key: &str) -> BTreeMap<String, i64> {
     snapshot(c, key)

@@ -31,20 +31,7 @@ fn wait_for(c: &mut Connection, section: &str, field: &str, value: &str) {
 
 fn fill(c: &mut Connection) {
     for i in 0..300 {
-        let m = format!("m{i}");
-        let at = (4_102_444_800_000u64 + i).to_string();
-        q::<i64>(
-            c,
-            c![
-                "XSET.ADDEX",
-                "k",
-                "PXAT",
-                "MEMBERS",
-                "1",
-                m.as_str(),
-                at.as_str()
-            ],
-        );
+        add_at(c, "k", &format!("m{i}"), 4_102_444_800_000 + i);
     }
     q::<i64>(c, c!["XSET.PERSIST", "k", "m7"]);
 }

@@ -98,27 +98,12 @@ fn one_member_adds_each_propagate_their_own_deadline() {
     let mut r = ReplStream::connect(s.port);
     let far = server_ms(&mut c) + 9_000_000;
     let deadlines = [far, far, far + 1, far, far + 12_345, far + 12_345];
-    let add = |c: &mut redis::Connection, member: &str, at: u64| {
-        let at = at.to_string();
-        q::<redis::Value>(
-            c,
-            c![
-                "XSET.ADDEX",
-                "k",
-                "PXAT",
-                "MEMBERS",
-                "1",
-                member,
-                at.as_str()
-            ],
-        )
-    };
     for (i, at) in deadlines.iter().enumerate() {
-        add(&mut c, &format!("m{i}"), *at);
+        add_at(&mut c, "k", &format!("m{i}"), *at);
     }
     q::<String>(&mut c, c!["MULTI"]);
     for (i, at) in deadlines.iter().enumerate() {
-        add(&mut c, &format!("t{i}"), *at);
+        add_at(&mut c, "k", &format!("t{i}"), *at);
     }
     q::<Vec<i64>>(&mut c, c!["EXEC"]);
     let want = |prefix: &str| -> Vec<Vec<String>> {

@@ -243,6 +243,24 @@ pub fn server_ms(c: &mut Connection) -> u64 {
     s * 1000 + us / 1000
 }
 
+/// Adds `member` to `key` with the absolute deadline `at_ms`
+/// (`XSET.ADDEX key PXAT MEMBERS 1 member at_ms`; also inside `MULTI`).
+pub fn add_at(c: &mut Connection, key: &str, member: &str, at_ms: u64) {
+    let at = at_ms.to_string();
+    q::<Value>(
+        c,
+        c![
+            "XSET.ADDEX",
+            key,
+            "PXAT",
+            "MEMBERS",
+            "1",
+            member,
+            at.as_str()
+        ],
+    );
+}
+
 /// Members with their PTTL from `XSET.MEMBERS key WITHTTL`.
 pub fn members_with_ttl(c: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
     let flat: Vec<Value> = q(c, c!["XSET.MEMBERS", key, "WITHTTL"]);
