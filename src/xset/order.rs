@@ -224,15 +224,19 @@ fn partition(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
 const FAR: u32 = u32::MAX;
 
 /// The record capacity, in pairs, for `n` pairs: powers of two from 4 up
-/// to 64, then [`LEAF_CAP`] (each a jemalloc size class). Leaves of the
-/// dense part of an index are made full-size; those cut short by far-apart
-/// deadlines ([`DeadlineIndex::insert_spanning`]) start small and grow, so
-/// that a sparse index does not spend a kilobyte a pair.
+/// to 64, then 80, 96 and 112, then [`LEAF_CAP`] (each a jemalloc size
+/// class: 640, 768, 896 and 1024 bytes above 512). Leaves filled in order
+/// are made full-size; a leaf that splits keeps, and its new half gets,
+/// the class of the pairs they hold, and both grow a class at a time, so
+/// that leaves filled at random (85% full on average) spend about 8.6
+/// bytes a pair, not 9.5. Those cut short by far-apart deadlines
+/// ([`DeadlineIndex::insert_spanning`]) start small too, so that a sparse
+/// index does not spend a kilobyte a pair.
 fn capacity_for(n: usize) -> usize {
-    if n > LEAF_CAP / 2 {
-        LEAF_CAP
-    } else {
-        n.next_power_of_two().max(4)
+    match n {
+        0..=64 => n.next_power_of_two().max(4),
+        65..=112 => n.div_ceil(16) * 16,
+        _ => LEAF_CAP,
     }
 }
 
@@ -310,6 +314,23 @@ impl Leaf {
         self.recs = recs;
         self.start = 0;
         self.heap_bytes() - before
+    }
+
+    /// Moves the pairs into records of `capacity` pairs (a class of
+    /// [`capacity_for`]) when that is less than they have now. Returns the
+    /// heap bytes freed.
+    fn shrink_to(&mut self, capacity: usize) -> usize {
+        let (s, n) = (self.start(), self.len());
+        debug_assert!(n <= capacity);
+        if capacity >= self.capacity() {
+            return 0;
+        }
+        let before = self.heap_bytes();
+        let mut recs = vec![0; capacity].into_boxed_slice();
+        recs[..n].copy_from_slice(&self.recs[s..s + n]);
+        self.recs = recs;
+        self.start = 0;
+        before - self.heap_bytes()
     }
 
     fn start(&self) -> usize {
@@ -976,13 +997,14 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 let left_len = left.len();
                 let grown = left.reserve(left_len + k + 1);
                 leaf.move_head(k, left);
+                let freed = leaf.shrink_to(capacity_for(LEAF_CAP - k + 1));
                 if pos < k {
                     left.make_room_for(extra);
                     left.insert_at(left_len + pos, key);
                 } else {
                     leaf.insert_at(pos - k, key);
                 }
-                self.chunk_heap += grown;
+                self.chunk_heap = self.chunk_heap + grown - freed;
                 return;
             }
         }
@@ -997,6 +1019,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 let (leaf, right) = (&mut upto[l], &mut after[0]);
                 let grown = right.reserve(right.len() + LEAF_CAP - from + 1);
                 leaf.move_tail_in_front(from, right);
+                let freed = leaf.shrink_to(capacity_for(from + 1));
                 if pos > from {
                     right.make_room_for(extra);
                     right.insert_at(pos - from, key);
@@ -1006,26 +1029,30 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 if l == 0 && pos == 0 {
                     chunk.first = key;
                 }
-                self.chunk_heap += grown;
+                self.chunk_heap = self.chunk_heap + grown - freed;
                 return;
             }
         }
-        let leaf = &mut chunk.leaves[l];
-        let mut right = Leaf::new();
-        if pos == LEAF_CAP {
-            // Appending past a full leaf (deadlines arriving in order, one
-            // run per distinct TTL): start a new leaf, keep this one full.
-            right.insert_at(0, key);
-        } else if pos >= LEAF_CAP / 2 {
-            // Split at the insertion point: a run that keeps arriving here
-            // fills the left leaf instead of leaving it half empty.
-            leaf.move_tail(pos, &mut right);
-            leaf.insert_at(pos, key);
-        } else {
-            leaf.move_tail(LEAF_CAP / 2, &mut right);
-            leaf.insert_at(pos, key);
-        }
         let before = chunk.heap_bytes();
+        let leaf = &mut chunk.leaves[l];
+        let right = if pos == LEAF_CAP {
+            // Appending past a full leaf (deadlines arriving in order, one
+            // run per distinct TTL): start a new full-size leaf, keep this
+            // one full.
+            let mut right = Leaf::new();
+            right.insert_at(0, key);
+            right
+        } else {
+            // Split at the insertion point if that is in the upper half: a
+            // run that keeps arriving here fills the left leaf instead of
+            // leaving it half empty. Else in half.
+            let at = pos.max(LEAF_CAP / 2);
+            let mut right = Leaf::with_capacity(capacity_for(LEAF_CAP - at));
+            leaf.move_tail(at, &mut right);
+            leaf.shrink_to(capacity_for(at + 1));
+            leaf.insert_at(pos, key);
+            right
+        };
         chunk.leaves.insert(l + 1, right);
         chunk.refresh_first();
         self.chunk_heap = self.chunk_heap - before + chunk.heap_bytes();
@@ -1653,10 +1680,16 @@ mod tests {
         use crate::xset::member::allocation_size;
         assert_eq!(Leaf::new().heap_bytes(), 1024);
         assert_eq!(allocation_size(LEAF_CAP * 8), 1024);
-        for n in 1..=LEAF_CAP / 2 {
-            let bytes = capacity_for(n) * 8;
-            assert_eq!(allocation_size(bytes), bytes, "{n} pairs");
+        // Every class below the full one is a size class exactly, and
+        // each holds its pairs.
+        for n in 1..=LEAF_CAP {
+            let cap = capacity_for(n);
+            assert!(cap >= n);
+            if cap < LEAF_CAP {
+                assert_eq!(allocation_size(cap * 8), cap * 8, "{n} pairs");
+            }
         }
+        assert_eq!(capacity_for(100), 112, "896 bytes, not 1024");
         assert_eq!(std::mem::size_of::<Leaf>(), 40);
         assert_eq!(allocation_size((CHUNK_CAP + 1) * 40), (CHUNK_CAP + 1) * 40);
     }
