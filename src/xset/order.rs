@@ -1262,7 +1262,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         chunk.stale += 1;
         self.stale += 1;
         if leaf.overstale() {
-            self.purge_leaf(c, l, live);
+            self.purge_leaf_to(c, l, live, true);
         }
     }
 
@@ -1282,8 +1282,21 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Drops the stale pairs of leaf `l` of chunk `c`, then restores the
     /// invariants as after any removal (the leaf may go, or merge).
     fn purge_leaf(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
+        self.purge_leaf_to(c, l, live, false);
+    }
+
+    /// [`Self::purge_leaf`]; with `fit`, the records of a leaf left
+    /// non-empty also shrink to the class of what it holds. For a leaf that
+    /// takes no inserts soon: one a refresh left behind (under steady
+    /// refreshes with one TTL those leaves held 2 pairs' worth of records
+    /// a member, 8 bytes each, most of them empty).
+    fn purge_leaf_to(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool, fit: bool) {
         let chunk = &mut self.chunks[c];
-        let gone = chunk.leaves[l].purge(live);
+        let leaf = &mut chunk.leaves[l];
+        let gone = leaf.purge(live);
+        if fit && leaf.len() > 0 {
+            self.chunk_heap -= leaf.shrink_to(capacity_for(leaf.len()));
+        }
         chunk.len -= gone;
         chunk.stale -= gone;
         self.len -= gone;
