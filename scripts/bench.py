@@ -561,6 +561,27 @@ def settled_used_memory(srv):
     return cur
 
 
+def refresh_memory(srv, size, rounds=3):
+    """xset's used_memory per member after filling one key with `size`
+    members (deadlines in member order, about an hour on), then after
+    `rounds` x `size` refreshes of members drawn at random, each to two hours
+    from now: every new deadline goes last, so the old pairs are left stale
+    in the deadline index and purged later (the dedupe and recency recipes
+    do little else)."""
+    flushall(srv)
+    before = settled_used_memory(srv)
+    load_memory(srv, "xset", size, 1)
+    filled = settled_used_memory(srv)
+    rng, c = random.Random(size), Conn(srv.port)
+    for _ in range(rounds * size // 100_000 or 1):
+        cmds = [enc("XSET.ADD", "k0", f"member:{rng.randrange(size):09d}", 7200)
+                for _ in range(min(100_000, rounds * size))]
+        c.pipeline(batched(cmds, 2000))
+    c.close()
+    after = settled_used_memory(srv)
+    return (filled - before) / size, (after - before) / size
+
+
 def bench_memory(args):
     total = 20_000 if args.quick else 100_000
     big = 100_000 if args.quick else 1_000_000
@@ -586,6 +607,9 @@ def bench_memory(args):
                 rows.append([f"{size:,}" + (" random" if shuffled else ""), f"{nkeys:,}"] +
                             [f"{per[s][i]:.1f}" for s in STRUCTS] +
                             [f"{per['xset'][i] / per['ZSET'][i]:.2f}"])
+        filled, refreshed = refresh_memory(srv, big)
+        out.append(dict(size=big, keys=1, structure="xset", refreshes=3 * big,
+                        used_memory_per_member=refreshed, after_fill=filled))
     finally:
         srv.stop()
     heads = ["members/key", "keys"] + STRUCTS + ["xset/ZSET"]
@@ -598,6 +622,10 @@ def bench_memory(args):
           "(FLUSHALL SYNC between structures)", heads, rows_um, notes)
     table("Memory: bytes per member, sum of MEMORY USAGE key SAMPLES 0 "
           "(excludes the keyspace dict and, for keys, the expires dict)", heads, rows_mu)
+    print(f"\n   xset under refreshes: {big:,} members in one key, then {3 * big:,} refreshes of "
+          f"members drawn at random\n   (XSET.ADD k0 member 7200, each new deadline last): "
+          f"{filled:.1f} B a member of used_memory after the fill, {refreshed:.1f} after the "
+          "refreshes.")
     return out
 
 # ---------------------------------------------------------------- expiry
