@@ -225,11 +225,15 @@ const FAR: u32 = u32::MAX;
 
 /// The record capacity, in pairs, for `n` pairs: powers of two from 4 up
 /// to 64, then 80, 96 and 112, then [`LEAF_CAP`] (each a jemalloc size
-/// class: 640, 768, 896 and 1024 bytes above 512). Leaves filled in order
-/// are made full-size; a leaf that splits keeps, and its new half gets,
-/// the class of the pairs they hold, and both grow a class at a time, so
-/// that leaves filled at random (85% full on average) spend about 8.6
-/// bytes a pair, not 9.5. Those cut short by far-apart deadlines
+/// class: 640, 768, 896 and 1024 bytes above 512; 127 pairs take 1016 of
+/// the last). Leaves filled in order are made full-size. A leaf that
+/// splits keeps, and its new half gets, the class that holds their pairs;
+/// a leaf that hands pairs to a neighbour drops to the class of what it
+/// kept; leaves grow a class at a time. With random deadlines (leaves 85%
+/// full on average) the index then takes 9.2 bytes a pair where
+/// full-size leaves took 10.1, for about 2.5% more CPU an add at 10M
+/// members (the reallocations; a class of room left after a split took
+/// nothing off them). Those cut short by far-apart deadlines
 /// ([`DeadlineIndex::insert_spanning`]) start small too, so that a sparse
 /// index does not spend a kilobyte a pair.
 fn capacity_for(n: usize) -> usize {
@@ -1287,7 +1291,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
 
     /// [`Self::purge_leaf`]; with `fit`, the records of a leaf left
     /// non-empty also shrink to the class of what it holds. For a leaf that
-    /// takes no inserts soon: one a refresh left behind. (1M members, then
+    /// usually takes no inserts soon: one a refresh left behind, unless
+    /// that was one of the last leaves, which then grows back a class at a
+    /// time. (1M members, then
     /// 3M refreshes with one TTL: the index took 18.7 bytes a member, most
     /// of them empty records of purged leaves; 13.7 with the shrink.)
     fn purge_leaf_to(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool, fit: bool) {
