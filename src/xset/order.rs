@@ -231,7 +231,7 @@ const FAR: u32 = u32::MAX;
 /// a leaf that hands pairs to a neighbour drops to the class of what it
 /// kept; leaves grow a class at a time. With random deadlines (leaves 85%
 /// full on average) the index then takes 9.2 bytes a pair where
-/// full-size leaves took 10.1, for 2.5-3.5% more CPU an add at 10M
+/// full-size leaves took 10.1, for 1-4% more CPU an add at 10M
 /// members (the reallocations; a class of room left after a split or a
 /// spill took nothing off them). Those cut short by far-apart deadlines
 /// ([`DeadlineIndex::insert_spanning`]) start small too, so that a sparse
