@@ -312,11 +312,7 @@ impl Leaf {
             return 0;
         }
         let before = self.heap_bytes();
-        let (s, n) = (self.start(), self.len());
-        let mut recs = vec![0; capacity_for(total)].into_boxed_slice();
-        recs[..n].copy_from_slice(&self.recs[s..s + n]);
-        self.recs = recs;
-        self.start = 0;
+        self.move_records(capacity_for(total));
         self.heap_bytes() - before
     }
 
@@ -324,17 +320,22 @@ impl Leaf {
     /// [`capacity_for`]) when that is less than they have now. Returns the
     /// heap bytes freed.
     fn shrink_to(&mut self, capacity: usize) -> usize {
-        let (s, n) = (self.start(), self.len());
-        debug_assert!(n <= capacity);
+        debug_assert!(self.len() <= capacity);
         if capacity >= self.capacity() {
             return 0;
         }
         let before = self.heap_bytes();
+        self.move_records(capacity);
+        before - self.heap_bytes()
+    }
+
+    /// Moves the pairs to the front of new records of `capacity` pairs.
+    fn move_records(&mut self, capacity: usize) {
+        let (s, n) = (self.start(), self.len());
         let mut recs = vec![0; capacity].into_boxed_slice();
         recs[..n].copy_from_slice(&self.recs[s..s + n]);
         self.recs = recs;
         self.start = 0;
-        before - self.heap_bytes()
     }
 
     fn start(&self) -> usize {
