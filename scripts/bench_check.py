@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Checks the JSON of a `scripts/bench` run (the test suite runs `--quick`):
+every section is there, every peer of every table was measured, and the
+figures the README quotes are positive and finite. It asserts no speed and
+no ratio: those are shown by the bench, on a machine that is shared and
+noisy, not tested. What it catches is a bench that no longer measures what
+it prints: a peer that stopped running, a floor module that did not build,
+a callgrind attribution that found no `RM_Replicate`.
+
+    python3 scripts/bench_check.py bench.json
+"""
+import json
+import math
+import sys
+
+ADD_PEERS = ["SADD", "XSET.ADD", "floor", "ZADD", "ZADD moved", "SET PX/member",
+             "push (EVALSHA)"]
+READ_PEERS = ["SISMEMBER", "XSET.HAS", "floor read", "ZSCORE", "EXISTS/member"]
+INSTRUCTION_PEERS = ["SADD", "XSET.ADD", "floor", "ZADD", "SISMEMBER", "XSET.HAS",
+                     "floor read"]
+
+problems = []
+
+
+def expect(ok, what):
+    if not ok:
+        problems.append(what)
+
+
+def positive(x):
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def check_throughput(rows):
+    scenarios = sorted({r["scenario"] for r in rows})
+    expect(len(scenarios) == 3, f"throughput: 3 scenarios, got {scenarios}")
+    for scen in scenarios:
+        for group, peers in (("add", ADD_PEERS), ("membership", READ_PEERS)):
+            for pipe in (16, 1):
+                for peer in peers:
+                    got = [r for r in rows if (r["scenario"], r["group"], r["pipeline"],
+                                               r["command"]) == (scen, group, pipe, peer)]
+                    where = f"throughput {scen} -P {pipe} {peer}"
+                    expect(len(got) == 1, f"{where}: one row, got {len(got)}")
+                    for r in got:
+                        expect(positive(r["ops_median"]) and positive(r["ratio_median"]),
+                               f"{where}: ops/s and ratio measured")
+                        if pipe == 16:
+                            expect(positive(r["cpu_us_median"]), f"{where}: server CPU measured")
+
+
+def check_big(big):
+    expect(len(big["runs"]) == 4, f"big: 4 series, got {sorted(big['runs'])}")
+    for name, runs in big["runs"].items():
+        expect(runs and all(positive(ops) and positive(cpu) for ops, cpu in runs),
+               f"big {name}: ops/s and CPU measured")
+    for k in ("ops_ratio", "cpu_ratio", "sadd_ops_ratio", "sadd_cpu_ratio"):
+        expect(positive(big[k]), f"big: {k} measured")
+    expect(positive(big["used_memory"]["xset"]), "big: xset's used_memory read")
+
+
+def check_memory(rows):
+    sizes = sorted({r["size"] for r in rows if "refreshes" not in r})
+    expect(len(sizes) >= 5, f"memory: at least 5 sizes, got {sizes}")
+    for size in sizes:
+        for structure in ("SET", "ZSET", "xset", "key per member"):
+            got = [r for r in rows if r["size"] == size and r["structure"] == structure
+                   and not r.get("random_deadlines") and "refreshes" not in r]
+            expect(len(got) == 1 and positive(got[0]["used_memory_per_member"])
+                   and positive(got[0]["memory_usage_per_member"]),
+                   f"memory {size} {structure}: measured once")
+    expect(any(r.get("random_deadlines") and r["structure"] == "xset" for r in rows),
+           "memory: the random-deadline row")
+    refreshed = [r for r in rows if "refreshes" in r]
+    expect(len(refreshed) == 1 and positive(refreshed[0]["used_memory_per_member"])
+           and positive(refreshed[0]["after_fill"]), "memory: the refreshed-set row")
+
+
+def check_expiry(rows):
+    expect(len(rows) == 4, f"expiry: 4 scenarios, got {len(rows)}")
+    for r in rows:
+        expect(positive(r["reclaim_s_median"]) and positive(r["max_ms_median"]),
+               f"expiry {r['scenario']}: reclaim and PINGs measured")
+        for run in r["runs"]:
+            expect(run["pings"] > 0, f"expiry {r['scenario']}: PINGs sent")
+    xset = [r for r in rows if "xset" in r["scenario"]]
+    expect(len(xset) == 2 and all(run["xset_expired_members_active"] > 0
+                                  for r in xset for run in r["runs"]),
+           "expiry: xset's members reclaimed by the active cycle")
+
+
+def check_rdb(rdb):
+    for structure in ("xset", "ZSET"):
+        r = rdb[structure]
+        expect(all(positive(r[k]) for k in ("bytes", "save_s", "load_s", "load_cpu_s")),
+               f"rdb {structure}: size, save, load and CPU measured")
+
+
+def check_load(load):
+    expect(all(positive(load[k]) for k in ("without_ms", "with_ms", "ratio")),
+           "load: both servers' reload CPU measured")
+
+
+def check_verbs(verbs):
+    expect(len(verbs) >= 10, f"verbs: at least 10 measured, got {len(verbs)}")
+    for name, v in verbs.items():
+        expect(positive(v["xset_us"]), f"verbs {name}: measured")
+
+
+def check_instructions(counts):
+    scenarios = sorted({k.split("|")[0] for k in counts})
+    expect(len(scenarios) == 2, f"instructions: 2 scenarios, got {scenarios}")
+    for scen in scenarios:
+        for peer in INSTRUCTION_PEERS:
+            c = counts.get(f"{scen}|{peer}")
+            expect(c is not None and positive(c["total"]), f"instructions {scen} {peer}: counted")
+        for peer in ("XSET.ADD", "floor"):
+            c = counts.get(f"{scen}|{peer}") or {}
+            expect(positive(c.get("replicate")) and positive(c.get("command")),
+                   f"instructions {scen} {peer}: the command and its RM_Replicate found")
+        c = counts.get(f"{scen}|XSET.ADD") or {}
+        expect(positive(c.get("xset_self")) and c.get("xset_self", 0) < c.get("total", 0),
+               f"instructions {scen} XSET.ADD: xset's own code attributed")
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        report = json.load(f)
+    checks = {"throughput": check_throughput, "big": check_big, "memory": check_memory,
+              "expiry": check_expiry, "rdb": check_rdb, "load": check_load,
+              "verbs": check_verbs, "instructions": check_instructions}
+    for name, check in checks.items():
+        if name not in report:
+            problems.append(f"{name}: section missing")
+            continue
+        try:
+            check(report[name])
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            problems.append(f"{name}: malformed ({type(e).__name__}: {e})")
+    if problems:
+        print("bench check: FAILED", *problems, sep="\n  ", file=sys.stderr)
+        sys.exit(1)
+    print(f"bench check: every section and peer measured ({report['redis']}, "
+          f"xset {report['xset_commit']})")
+
+
+if __name__ == "__main__":
+    main()
