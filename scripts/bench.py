@@ -299,16 +299,26 @@ def server_cpu_seconds(srv):
     keeps it, else user + system in clock ticks (/proc/<pid>/stat), which
     are 10 ms: too coarse for a 120 ms reload."""
     pid = srv.proc.pid
-    try:
+    if not hasattr(server_cpu_seconds, "ns"):
+        # Decided once, so that two readings never mix the two clocks. A
+        # kernel without sched_info prints zeros rather than failing.
+        try:
+            with open(f"/proc/{pid}/schedstat") as f:
+                server_cpu_seconds.ns = int(f.read().split()[0]) > 0
+        except (OSError, ValueError, IndexError):
+            server_cpu_seconds.ns = False
+    if server_cpu_seconds.ns:
         total_ns = 0
         for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-                total_ns += int(f.read().split()[0])
+            try:
+                with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                    total_ns += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue   # a thread that ended meanwhile (the server's threads live as long as it does)
         return total_ns / 1e9
-    except (OSError, ValueError, IndexError):
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def redis_benchmark(srv, cmd, r, n, pipe):
@@ -427,7 +437,7 @@ def callgrind_costs(path, n):
     for line in annotate("yes").splitlines():
         if "PROGRAM TOTALS" in line:
             costs["total"] = ir(line)
-        elif ":RM_Replicate " in line:
+        elif ":RM_Replicate " in line or ":VM_Replicate " in line:   # Valkey's name
             costs["replicate"] = ir(line)
         elif any(f in line for f in ("xset::ffi::command::trampoline ", ":FloorAdd ", ":FloorHas ")):
             costs["command"] += ir(line)
