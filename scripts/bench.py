@@ -293,21 +293,27 @@ def preload(srv, r, many_keys):
     c.close()
 
 
+def _schedstat_works():
+    """Whether this kernel keeps tasks' run times in schedstat (one without
+    sched_info prints zeros rather than failing). Decided once, so that two
+    readings never mix nanoseconds and ticks."""
+    try:
+        with open("/proc/self/schedstat") as f:
+            return int(f.read().split()[0]) > 0
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+SCHEDSTAT = _schedstat_works()
+
+
 def server_cpu_seconds(srv):
     """CPU the server process has used so far, all its threads: their time
     on a CPU in nanoseconds (/proc/<pid>/task/*/schedstat) where the kernel
     keeps it, else user + system in clock ticks (/proc/<pid>/stat), which
     are 10 ms: too coarse for a 120 ms reload."""
     pid = srv.proc.pid
-    if not hasattr(server_cpu_seconds, "ns"):
-        # Decided once, so that two readings never mix the two clocks. A
-        # kernel without sched_info prints zeros rather than failing.
-        try:
-            with open(f"/proc/{pid}/schedstat") as f:
-                server_cpu_seconds.ns = int(f.read().split()[0]) > 0
-        except (OSError, ValueError, IndexError):
-            server_cpu_seconds.ns = False
-    if server_cpu_seconds.ns:
+    if SCHEDSTAT:
         total_ns = 0
         for task in os.listdir(f"/proc/{pid}/task"):
             try:
