@@ -4,6 +4,10 @@
 
 use crate::xset::Limits;
 use lazy_static::lazy_static;
+use redis_module::Context;
+use redis_module::configuration::{
+    ConfigurationFlags, register_bool_configuration, register_i64_configuration,
+};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 lazy_static! {
@@ -141,6 +145,35 @@ fn parse_arg(name: &[u8], value: &[u8]) -> Result<Value, String> {
                     )
                 })?;
             Ok(Value::Int(target, v))
+        }
+    }
+}
+
+/// Registers every setting as a server config (`CONFIG GET/SET
+/// xset.<name>`), each with its current value (the module arguments
+/// applied) as its default, so that loading the configs keeps them unless
+/// the config file names the setting.
+pub fn register(ctx: &Context) {
+    for (name, setting) in settings() {
+        match setting {
+            Setting::Bool(v) => register_bool_configuration(
+                ctx,
+                name,
+                v,
+                v.load(Ordering::Relaxed),
+                ConfigurationFlags::DEFAULT,
+                None,
+            ),
+            Setting::Int(v, (_, min, max)) => register_i64_configuration(
+                ctx,
+                name,
+                v,
+                v.load(Ordering::Relaxed),
+                min,
+                max,
+                ConfigurationFlags::DEFAULT,
+                None,
+            ),
         }
     }
 }

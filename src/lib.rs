@@ -27,8 +27,8 @@ pub mod tracking;
 pub mod xset;
 
 use datatype::XSET_TYPE;
-use redis_module::configuration::ConfigurationFlags;
-use redis_module::{Context, RedisString, Status, redis_module};
+use redis_module::{Context, InfoContext};
+use std::ffi::{CStr, c_int};
 
 /// Rust allocations go through the server's allocator so that `INFO
 /// memory`, `MEMORY USAGE` and `maxmemory` see them; unit tests and the
@@ -75,55 +75,35 @@ fn register_commands(ctx: &Context) -> Result<(), String> {
     Ok(())
 }
 
-fn init(ctx: &Context, args: &[RedisString]) -> Status {
-    let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
-    if let Err(e) = config::apply_module_args(&args) {
-        ctx.log_warning(&format!("xset: refusing to load: {e}"));
-        return Status::Err;
+/// xset as the server loads it ([`ffi::load`] checks the server first).
+struct Xset;
+
+impl ffi::load::Module for Xset {
+    const NAME: &'static CStr = c"xset";
+    const VERSION: c_int = 2;
+
+    fn load(ctx: &Context, args: &[&[u8]]) -> Result<(), String> {
+        config::apply_module_args(args)?;
+        XSET_TYPE
+            .create_data_type(ctx.ctx)
+            .map_err(|e| format!("cannot create the data type: {e}"))?;
+        config::register(ctx);
+        ffi::server::load_configs(ctx);
+        ffi::server::set_module_options(ctx);
+        // Subscriptions come last: nothing after them may refuse the load.
+        register_commands(ctx)?;
+        ffi::command::create_add_words()?;
+        ffi::server::subscribe::<hooks::Server>(ctx)?;
+        expiry::start(ctx);
+        Ok(())
     }
-    let missing = ffi::missing_apis();
-    if !missing.is_empty() {
-        ctx.log_warning(&format!(
-            "xset needs Redis 7.0 or newer: this server lacks {}",
-            missing.join(", ")
-        ));
-        return Status::Err;
+
+    fn info(ctx: &InfoContext, for_crash_report: bool) {
+        hooks::info(ctx, for_crash_report);
     }
-    ffi::server::set_module_options(ctx);
-    // Subscriptions come last: nothing after them may refuse the load.
-    let registered = register_commands(ctx)
-        .and_then(|()| ffi::command::create_add_words())
-        .and_then(|()| ffi::server::subscribe::<hooks::Server>(ctx));
-    if let Err(e) = registered {
-        ctx.log_warning(&format!("xset: {e}"));
-        return Status::Err;
-    }
-    expiry::start(ctx);
-    Status::Ok
 }
 
-redis_module! {
-    name: "xset",
-    version: 2,
-    allocator: (allocator::Chosen, allocator::CHOSEN),
-    data_types: [XSET_TYPE],
-    init: init,
-    configurations: [
-        i64: [
-            ["active-expire-period-ms", &*config::PERIOD_MS, config::PERIOD_MS_RANGE.0, config::PERIOD_MS_RANGE.1, config::PERIOD_MS_RANGE.2, ConfigurationFlags::DEFAULT, None],
-            ["active-expire-budget-us", &*config::BUDGET_US, config::BUDGET_US_RANGE.0, config::BUDGET_US_RANGE.1, config::BUDGET_US_RANGE.2, ConfigurationFlags::DEFAULT, None],
-            ["small-max-members", &*config::SMALL_MAX_MEMBERS, config::SMALL_MAX_MEMBERS_RANGE.0, config::SMALL_MAX_MEMBERS_RANGE.1, config::SMALL_MAX_MEMBERS_RANGE.2, ConfigurationFlags::DEFAULT, None],
-            ["small-max-member-bytes", &*config::SMALL_MAX_MEMBER_BYTES, config::SMALL_MAX_MEMBER_BYTES_RANGE.0, config::SMALL_MAX_MEMBER_BYTES_RANGE.1, config::SMALL_MAX_MEMBER_BYTES_RANGE.2, ConfigurationFlags::DEFAULT, None],
-        ],
-        string: [],
-        bool: [
-            ["active-expire", &*config::ACTIVE_EXPIRE, true, ConfigurationFlags::DEFAULT, None],
-            ["notify-expired-members", &*config::NOTIFY_EXPIRED_MEMBERS, false, ConfigurationFlags::DEFAULT, None],
-        ],
-        enum: [],
-        // Module arguments are checked and applied by `init`, which
-        // refuses a bad one with a clear line (the crate's own reading
-        // accepts any word as `no` and any number, in range or not).
-        module_args_as_configuration: false,
-    ]
-}
+#[global_allocator]
+static ALLOCATOR: allocator::Chosen = allocator::CHOSEN;
+
+entry_point!(Xset);

@@ -25,6 +25,7 @@ macro_rules! api {
 
 pub mod alloc;
 pub mod command;
+pub mod load;
 pub mod server;
 pub mod types;
 
@@ -110,5 +111,31 @@ pub fn missing_apis() -> Vec<&'static str> {
         RedisModule_LoadConfigs,
         RedisModule_InfoAddSection,
         RedisModule_InfoAddFieldCString,
+        RedisModule_RegisterInfoFunc,
+        RedisModule_GetDetachedThreadSafeContext,
     ]
+}
+
+/// The bytes of a server string, read through `RedisModule_StringPtrLen`;
+/// empty for a null string or a server without that API (which
+/// [`missing_apis`] refuses at load).
+///
+/// The slice borrows the string's buffer: the caller keeps `s` alive and
+/// unchanged while it uses the slice (the server's own argument vector of a
+/// call, or a string the caller holds).
+pub fn string_bytes<'a>(s: *const redis_module::raw::RedisModuleString) -> &'a [u8] {
+    let Some(ptr_len) = api!(RedisModule_StringPtrLen) else {
+        return &[];
+    };
+    if s.is_null() {
+        return &[];
+    }
+    let mut len = 0usize;
+    // SAFETY: `s` is a live server string (the caller's promise above).
+    let p = unsafe { ptr_len(s.cast_mut(), &mut len) };
+    if p.is_null() {
+        return &[];
+    }
+    // SAFETY: the server's buffer holds `len` bytes while `s` lives.
+    unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
 }

@@ -123,6 +123,15 @@ pub fn set_module_options(ctx: &Context) {
     }
 }
 
+/// Applies the config file's values (and the defaults) to the configs
+/// registered so far (`RedisModule_LoadConfigs`).
+pub fn load_configs(ctx: &Context) {
+    if let Some(f) = api!(RedisModule_LoadConfigs) {
+        // SAFETY: `ctx` is the module's load context.
+        unsafe { f(ctx.get_raw()) };
+    }
+}
+
 /// Tells the server that `key` in the selected database changed (`WATCH`,
 /// client-side caching).
 pub fn signal_modified(ctx: &Context, key: &RedisString) {
