@@ -96,6 +96,10 @@ impl ValueType for XSet {
         encoding::encode(self, io);
     }
 
+    fn rdb_save_unloadable(io: &mut Rdb) {
+        encoding::encode_unloadable(io);
+    }
+
     /// Rewrites a set with [`rebuild_commands`].
     fn aof_rewrite(&self, out: &mut Aof) {
         rebuild_commands(self, |cmd, args| {

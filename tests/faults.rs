@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use redis::Connection;
+use redis::{Connection, RedisResult};
 use std::path::Path;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -213,4 +213,68 @@ fn a_write_that_leaves_a_broken_set_deletes_it_everywhere() {
     assert!(p.log().contains("was deleted"), "no log line");
     // The key works again.
     assert_eq!(q::<i64>(&mut pc, c!["XSET.ADD", "k", "x", "100"]), 1);
+}
+
+#[test]
+fn a_fault_while_dumping_fails_that_command_not_the_server() {
+    let s = Server::start(&[]);
+    let target = Server::start(&[]);
+    let mut c = s.conn();
+    fill(&mut c);
+    let want = snapshot(&mut c, "k");
+    let good: Vec<u8> = q(&mut c, c!["DUMP", "k"]);
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
+        "OK"
+    );
+    // DUMP answers, with a payload that RESTORE refuses...
+    let bad: Vec<u8> = q(&mut c, c!["DUMP", "k"]);
+    let e = err(&mut c, c!["RESTORE", "copy", "0", bad]);
+    assert!(e.contains("Bad data format"), "{e}");
+    assert_eq!(q::<i64>(&mut c, c!["EXISTS", "copy"]), 0);
+    // ...DEBUG OBJECT answers, and MIGRATE fails and keeps its key.
+    let object: String = q(&mut c, c!["DEBUG", "OBJECT", "k"]);
+    assert!(object.contains("serializedlength"), "{object}");
+    let port = target.port.to_string();
+    let e = err(&mut c, c!["MIGRATE", "127.0.0.1", port, "k", "0", "5000"]);
+    assert!(e.contains("Bad data format"), "{e}");
+    assert_eq!(q::<i64>(&mut target.conn(), c!["EXISTS", "k"]), 0);
+    assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
+    assert_eq!(snapshot(&mut c, "k"), want);
+    let log = s.log();
+    assert!(log.contains("DUMP, MIGRATE or DEBUG OBJECT"), "{log}");
+    assert!(!log.contains("stopping process"), "{log}");
+    // Disarmed, the earlier payload restores whole, and a new one too.
+    assert_eq!(q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    assert_eq!(q::<String>(&mut c, c!["RESTORE", "copy", "0", good]), "OK");
+    assert_eq!(snapshot(&mut c, "copy"), want);
+    let again: Vec<u8> = q(&mut c, c!["DUMP", "k"]);
+    assert_eq!(
+        q::<String>(&mut c, c!["RESTORE", "copy2", "0", again]),
+        "OK"
+    );
+    assert_eq!(snapshot(&mut c, "copy2"), want);
+}
+
+#[test]
+fn a_save_right_after_a_dump_is_still_a_file_that_loads() {
+    // DUMP and SAVE in one pipeline: the SAVE must not take the DUMP's
+    // forgiving path, so a fault stops the server and no file is written.
+    let dir = scratch("dump-then-save");
+    let s = start_in(&dir, &[]);
+    let mut c = s.conn();
+    fill(&mut c);
+    let want = snapshot(&mut c, "k");
+    assert_eq!(q::<String>(&mut c, c!["SAVE"]), "OK");
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "later", "100"]);
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
+        "OK"
+    );
+    let replies: RedisResult<(Vec<u8>, String)> =
+        redis::pipe().cmd("DUMP").arg("k").cmd("SAVE").query(&mut c);
+    assert!(replies.is_err(), "the SAVE should not have answered");
+    assert!(s.log().contains("stopping process"), "no log line");
+    drop(c);
+    assert_restart_loads(s, &dir, &want);
 }

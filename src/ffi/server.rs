@@ -6,6 +6,7 @@
 use redis_module::{Context, RedisString, raw};
 use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// The server's wall clock in Unix milliseconds (not cached: the time of
 /// the call).
@@ -194,6 +195,45 @@ fn caught(what: &str, f: impl FnOnce()) {
     }
 }
 
+/// Set while the command that runs is one that serializes a value into its
+/// reply (`DUMP`, `MIGRATE`, `DEBUG OBJECT`): set or cleared by the command
+/// filter for each command, cleared before the event loop sleeps and when
+/// the server starts writing an RDB or AOF (a `SAVE`, `SHUTDOWN`, `DEBUG
+/// RELOAD`, `FLUSHALL`, or a save that `serverCron` starts after the
+/// commands of a loop).
+static SAVING_FOR_A_REPLY: AtomicBool = AtomicBool::new(false);
+
+/// The server's process id, taken at load: a forked child (`BGSAVE`,
+/// `BGREWRITEAOF`, a full sync) has another one.
+static SERVER_PID: AtomicU32 = AtomicU32::new(0);
+
+/// Whether a value being saved to an RDB stream goes into a command's reply
+/// (`DUMP`, `MIGRATE`, `DEBUG OBJECT`) rather than into a file: in the
+/// server's own process, while such a command runs and no RDB or AOF save
+/// has started since. When unsure it answers false, which treats the save
+/// as a file's.
+pub fn saving_for_a_reply() -> bool {
+    SAVING_FOR_A_REPLY.load(Ordering::Relaxed)
+        && SERVER_PID.load(Ordering::Relaxed) == std::process::id()
+}
+
+/// Whether command `name` (with `sub`, its first argument) serializes a
+/// value into its reply.
+fn serializes_into_reply(name: &[u8], sub: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"dump")
+        || name.eq_ignore_ascii_case(b"migrate")
+        || (name.eq_ignore_ascii_case(b"debug") && sub.eq_ignore_ascii_case(b"object"))
+}
+
+extern "C" fn on_persistence(
+    _ctx: *mut raw::RedisModuleCtx,
+    _eid: raw::RedisModuleEvent,
+    _subevent: u64,
+    _data: *mut c_void,
+) {
+    SAVING_FOR_A_REPLY.store(false, Ordering::Relaxed);
+}
+
 extern "C" fn on_event_loop<H: ServerHooks>(
     ctx: *mut raw::RedisModuleCtx,
     _eid: raw::RedisModuleEvent,
@@ -201,6 +241,7 @@ extern "C" fn on_event_loop<H: ServerHooks>(
     _data: *mut c_void,
 ) {
     if subevent == raw::REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP {
+        SAVING_FOR_A_REPLY.store(false, Ordering::Relaxed);
         let context = Context::new(ctx);
         caught("the before-sleep hook", || H::before_sleep(&context));
     }
@@ -236,27 +277,17 @@ extern "C" fn on_swap<H: ServerHooks>(
 }
 
 extern "C" fn on_command<H: ServerHooks>(fctx: *mut raw::RedisModuleCommandFilterCtx) {
-    let (Some(get), Some(ptr_len)) = (
-        api!(RedisModule_CommandFilterArgGet),
-        api!(RedisModule_StringPtrLen),
-    ) else {
+    let Some(get) = api!(RedisModule_CommandFilterArgGet) else {
         return;
     };
-    // SAFETY: `fctx` is live for this call; argument 0 (the command name)
-    // exists for every command and outlives the call.
-    let name = unsafe {
-        let s = get(fctx, 0);
-        if s.is_null() {
-            return;
-        }
-        let mut len = 0usize;
-        let p = ptr_len(s, &mut len);
-        if p.is_null() {
-            return;
-        }
-        std::slice::from_raw_parts(p.cast::<u8>(), len)
-    };
-    caught("the command filter", || H::command_arrives(name));
+    // SAFETY: `fctx` is live for this call; its arguments (null past the
+    // last) outlive the call.
+    let (name, sub) = unsafe { (get(fctx, 0), get(fctx, 1)) };
+    let (name, sub) = (super::string_bytes(name), super::string_bytes(sub));
+    SAVING_FOR_A_REPLY.store(serializes_into_reply(name, sub), Ordering::Relaxed);
+    if !name.is_empty() {
+        caught("the command filter", || H::command_arrives(name));
+    }
 }
 
 extern "C" fn on_keyspace_event<H: ServerHooks>(
@@ -291,10 +322,12 @@ pub fn subscribe<H: ServerHooks>(ctx: &Context) -> Result<(), String> {
     ) else {
         return Err("the server has no server events or command filters".into());
     };
-    let events: [(u64, raw::RedisModuleEventCallback); 3] = [
+    SERVER_PID.store(std::process::id(), Ordering::Relaxed);
+    let events: [(u64, raw::RedisModuleEventCallback); 4] = [
         (raw::REDISMODULE_EVENT_EVENTLOOP, Some(on_event_loop::<H>)),
         (raw::REDISMODULE_EVENT_FLUSHDB, Some(on_flush::<H>)),
         (raw::REDISMODULE_EVENT_SWAPDB, Some(on_swap::<H>)),
+        (raw::REDISMODULE_EVENT_PERSISTENCE, Some(on_persistence)),
     ];
     for (id, callback) in events {
         let event = raw::RedisModuleEvent { id, dataver: 1 };

@@ -5,6 +5,7 @@
 //! there logs and degrades (a load fails, a digest is partial), it never
 //! aborts the server.
 
+use super::server;
 use redis_module::logging::{RedisLogLevel, log_io_error, log_warning};
 use redis_module::{RedisBuffer, raw};
 use std::ffi::{CStr, c_void};
@@ -17,6 +18,10 @@ pub trait ValueType: Sized {
     fn rdb_load(io: &mut Rdb, encver: i32) -> Result<Self, String>;
     /// Writes the value to an RDB stream.
     fn rdb_save(&self, io: &mut Rdb);
+    /// Writes, in place of a value that could not be written, what
+    /// [`ValueType::rdb_load`] always refuses: a `DUMP` payload that
+    /// `RESTORE` rejects.
+    fn rdb_save_unloadable(io: &mut Rdb);
     /// Writes commands that rebuild the value into a rewritten AOF.
     fn aof_rewrite(&self, out: &mut Aof);
     /// Bytes the value uses, for `MEMORY USAGE`.
@@ -49,17 +54,41 @@ unsafe fn value_ref<'a, T>(value: *const c_void) -> &'a T {
     unsafe { &*value.cast::<T>() }
 }
 
-/// An RDB stream being written or read.
-pub struct Rdb(*mut raw::RedisModuleIO);
+/// An RDB stream being written or read. While a value is saved for a
+/// reply (see [`rdb_save`]) the writes are held in `held` and reach the
+/// stream only once the whole value is written.
+pub struct Rdb(*mut raw::RedisModuleIO, Option<Vec<Held>>);
+
+/// A write held back from the stream.
+enum Held {
+    U64(u64),
+    Bytes(Vec<u8>),
+}
 
 impl Rdb {
     /// Writes an unsigned 64-bit integer.
     pub fn put_u64(&mut self, v: u64) {
-        raw::save_unsigned(self.0, v);
+        match &mut self.1 {
+            Some(held) => held.push(Held::U64(v)),
+            None => raw::save_unsigned(self.0, v),
+        }
     }
     /// Writes a byte string.
     pub fn put_bytes(&mut self, b: &[u8]) {
-        raw::save_slice(self.0, b);
+        match &mut self.1 {
+            Some(held) => held.push(Held::Bytes(b.to_vec())),
+            None => raw::save_slice(self.0, b),
+        }
+    }
+    /// Writes what was held back to the stream.
+    fn release(self) {
+        let mut out = Rdb(self.0, None);
+        for w in self.1.into_iter().flatten() {
+            match w {
+                Held::U64(v) => out.put_u64(v),
+                Held::Bytes(b) => out.put_bytes(&b),
+            }
+        }
     }
     /// Reads an unsigned 64-bit integer; `None` on an IO error.
     pub fn get_u64(&mut self) -> Option<u64> {
@@ -161,7 +190,7 @@ unsafe extern "C" fn rdb_load<T: ValueType>(
     encver: i32,
 ) -> *mut c_void {
     guarded("rdb_load", std::ptr::null_mut(), || {
-        match T::rdb_load(&mut Rdb(rdb), encver) {
+        match T::rdb_load(&mut Rdb(rdb, None), encver) {
             Ok(v) => Box::into_raw(Box::new(v)).cast::<c_void>(),
             Err(e) => {
                 log_io_error(rdb, RedisLogLevel::Warning, &format!("xset: {e}"));
@@ -189,10 +218,31 @@ fn whole_or_abort(what: &str, f: impl FnOnce()) {
     }
 }
 
+/// Writes a value to an RDB stream. A value saved for a reply (`DUMP`,
+/// `MIGRATE`, `DEBUG OBJECT`: see [`server::saving_for_a_reply`]) is
+/// written whole into memory first: a panic there fails that one command
+/// (its payload is one `RESTORE` refuses, the key stays as it was) and the
+/// server goes on. Any other save writes a file, and a panic stops the
+/// process ([`whole_or_abort`]).
 unsafe extern "C" fn rdb_save<T: ValueType>(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: the server passes a value of this type.
     let v = unsafe { value_ref::<T>(value) };
-    whole_or_abort("rdb_save", || v.rdb_save(&mut Rdb(rdb)));
+    if !server::saving_for_a_reply() {
+        whole_or_abort("rdb_save", || v.rdb_save(&mut Rdb(rdb, None)));
+        return;
+    }
+    let mut held = Rdb(rdb, Some(Vec::new()));
+    match catch_unwind(AssertUnwindSafe(|| v.rdb_save(&mut held))) {
+        Ok(()) => held.release(),
+        Err(_) => {
+            log_warning(
+                "xset: a bug was caught while serializing a value for DUMP, MIGRATE or \
+                 DEBUG OBJECT; that command's payload is one RESTORE refuses, the key is \
+                 unchanged and the server keeps running",
+            );
+            T::rdb_save_unloadable(&mut Rdb(rdb, None));
+        }
+    }
 }
 
 unsafe extern "C" fn aof_rewrite<T: ValueType>(

@@ -97,6 +97,12 @@ pub fn encode(set: &XSet, sink: &mut impl Sink) {
     encode_chunked(set, sink, CHUNK_BYTES);
 }
 
+/// Writes what [`decode`] refuses at every version (a count of zero): the
+/// stand-in for a set that could not be encoded.
+pub fn encode_unloadable(sink: &mut impl Sink) {
+    sink.put_u64(0);
+}
+
 /// [`encode`] with chunks closed at `chunk_bytes` (tests use small ones).
 fn encode_chunked(set: &XSet, sink: &mut impl Sink, chunk_bytes: usize) {
     sink.put_u64(set.len() as u64);
@@ -356,6 +362,16 @@ mod tests {
             let item = self.items.get(self.pos).cloned();
             self.pos += 1;
             item?.err()
+        }
+    }
+
+    #[test]
+    fn the_unloadable_stand_in_is_refused_at_every_version() {
+        for encver in [1, 2] {
+            let mut buf = Buf::default();
+            encode_unloadable(&mut buf);
+            let got = decode(encver, &mut buf, Limits::default());
+            assert_eq!(got.err(), Some(DecodeError::Empty), "encver {encver}");
         }
     }
 
