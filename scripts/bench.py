@@ -160,16 +160,18 @@ def free_port():
 class Server:
     """A redis-server with xset loaded, on a free loopback port."""
 
-    def __init__(self, data_dir=None, module=True, floor=True, wrapper=(), start_s=5):
+    def __init__(self, data_dir=None, module=True, floor=True, wrapper=(), start_s=5,
+                 binary="redis-server"):
         """Starts in `data_dir` (loading its dump.rdb) or a fresh temp dir;
         either is removed on stop. `module=False` starts a plain server;
         `floor=False` leaves the floor module out; `wrapper` runs the server
-        under a tool (valgrind), which may take `start_s` to answer."""
+        under a tool (valgrind), which may take `start_s` to answer;
+        `binary` is another server (the one on PATH by default)."""
         self.port = free_port()
         self.dir = data_dir or tempfile.mkdtemp(prefix="xset-bench-")
         self.log = os.path.join(self.dir, "redis.log")
         self.proc = subprocess.Popen(
-            [*wrapper, "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            [*wrapper, binary, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.dir,
              "--enable-debug-command", "local", "--logfile", self.log]
             + (["--loadmodule", MODULE] if module else [])
