@@ -5,7 +5,8 @@ figures the README quotes are positive and finite. It asserts no speed and
 no ratio: those are shown by the bench, on a machine that is shared and
 noisy, not tested. What it catches is a bench that no longer measures what
 it prints: a peer that stopped running, a floor module that did not build,
-a callgrind attribution that found no `RM_Replicate`.
+a callgrind attribution that found no `RM_Replicate`, a churn row whose
+reclaim timed out or whose Redis 8.2 server could not be fetched.
 
     python3 scripts/bench_check.py bench.json
 """
@@ -18,6 +19,13 @@ ADD_PEERS = ["SADD", "XSET.ADD", "floor", "ZADD", "ZADD moved", "SET PX/member",
 READ_PEERS = ["SISMEMBER", "XSET.HAS", "floor read", "ZSCORE", "EXISTS/member"]
 INSTRUCTION_PEERS = ["SADD", "XSET.ADD", "floor", "ZADD", "SISMEMBER", "XSET.HAS",
                      "floor read"]
+CHURN_CASES = ["70%", "99%"]
+CHURN_PEERS = ["xset", "SET + SREM", "ZSET + ZREMRANGEBYSCORE", "hash HSETEX"]
+CHURN_FIELDS = ["bytes_per_live", "fresh_bytes_per_live", "ratio", "usage_share",
+                "fresh_usage_share", "reclaim_s_median", "p50_ms_median", "p99_ms_median",
+                "max_ms_median"]
+CHURN_TARGETS = ["ratio 70%", "ratio 99%", "reclaim 99%", "PING p99 99%", "PING max 99%",
+                 "MEMORY USAGE share 99%"]
 
 problems = []
 
@@ -89,6 +97,28 @@ def check_expiry(rows):
            "expiry: xset's members reclaimed by the active cycle")
 
 
+def check_churn(churn):
+    rows = churn["rows"]
+    for case in CHURN_CASES:
+        for peer in CHURN_PEERS:
+            where = f"churn {case} {peer}"
+            got = [r for r in rows if (r["case"], r["structure"]) == (case, peer)]
+            expect(len(got) == 1, f"{where}: one row, got {len(got)}")
+            for r in got:
+                for k in CHURN_FIELDS:
+                    expect(positive(r.get(k)), f"{where}: {k} measured")
+                expect(r["timeouts"] == 0 and r["runs"]
+                       and all(positive(run["reclaim_s"]) and run["pings"] > 0 for run in r["runs"]),
+                       f"{where}: every run reclaimed and PINGed")
+                if peer == "xset":
+                    expect(all(run["xset_expired_members_active"] > 0 for run in r["runs"]),
+                           f"{where}: members reclaimed by the active cycle")
+    for name in CHURN_TARGETS:
+        t = churn["targets"].get(name)
+        expect(t is not None and positive(t["value"]) and isinstance(t["met"], bool),
+               f"churn: target {name} measured")
+
+
 def check_rdb(rdb):
     for structure in ("xset", "ZSET"):
         r = rdb[structure]
@@ -130,7 +160,7 @@ def main():
     with open(sys.argv[1]) as f:
         report = json.load(f)
     checks = {"throughput": check_throughput, "big": check_big, "memory": check_memory,
-              "expiry": check_expiry, "rdb": check_rdb, "load": check_load,
+              "expiry": check_expiry, "churn": check_churn, "rdb": check_rdb, "load": check_load,
               "verbs": check_verbs, "instructions": check_instructions}
     for name, check in checks.items():
         if name not in report:
