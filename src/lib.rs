@@ -75,12 +75,30 @@ fn register_commands(ctx: &Context) -> Result<(), String> {
     Ok(())
 }
 
+/// `Cargo.toml`'s version as `MODULE LIST` shows it: major·10000 +
+/// minor·100 + patch, as Redis's own modules encode theirs.
+const VERSION: c_int = number(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
+    + number(env!("CARGO_PKG_VERSION_MINOR")) * 100
+    + number(env!("CARGO_PKG_VERSION_PATCH"));
+
+/// The decimal number `digits` spells (a version field).
+const fn number(digits: &str) -> c_int {
+    let bytes = digits.as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        n = n * 10 + (bytes[i] - b'0') as c_int;
+        i += 1;
+    }
+    n
+}
+
 /// xset as the server loads it ([`ffi::load`] checks the server first).
 struct Xset;
 
 impl ffi::load::Module for Xset {
     const NAME: &'static CStr = c"xset";
-    const VERSION: c_int = 2;
+    const VERSION: c_int = VERSION;
 
     fn load(ctx: &Context, args: &[&[u8]]) -> Result<(), String> {
         config::apply_module_args(args)?;
