@@ -96,14 +96,22 @@ impl CommandSpec {
     }
 }
 
-const KEY_READ: &[KeySpec] = &[KeySpec::At {
-    pos: 1,
-    access: KeyAccess::Read,
-}];
-const KEY_UPDATE: &[KeySpec] = &[KeySpec::At {
-    pos: 1,
-    access: KeyAccess::Update,
-}];
+/// The one key at argument 1, touched as `access` says. Each command's
+/// access is its native analogue's, so ACL answers a user with `%R~`/`%W~`
+/// selectors as it answers for the analogue.
+const fn key(access: KeyAccess) -> [KeySpec; 1] {
+    [KeySpec::At { pos: 1, access }]
+}
+/// `SMEMBERS`, `ZCOUNT`, `HTTL`, `SSCAN`, `SRANDMEMBER`: `RO ACCESS`.
+const KEY_READ: &[KeySpec] = &key(KeyAccess::Read);
+/// `SISMEMBER`, `SCARD`: `RO`, returning no member.
+const KEY_PROBE: &[KeySpec] = &key(KeyAccess::Probe);
+/// `ZADD`, `HEXPIRE`, `HPERSIST`: `RW UPDATE`.
+const KEY_UPDATE: &[KeySpec] = &key(KeyAccess::Update);
+/// `SREM`: `RW DELETE`.
+const KEY_REMOVE: &[KeySpec] = &key(KeyAccess::Remove);
+/// `SPOP`, `ZPOPMIN`: `RW ACCESS DELETE`.
+const KEY_TAKE: &[KeySpec] = &key(KeyAccess::Take);
 
 const KEY: Arg = Arg::key("key", 0);
 const MEMBER: Arg = Arg::string("member");
@@ -295,7 +303,7 @@ pub const TABLE: &[CommandSpec] = &[
         flags: "readonly fast",
         acl: "read fast",
         arity: 3,
-        keys: KEY_READ,
+        keys: KEY_PROBE,
         summary: "Tells whether a member is live",
         complexity: "O(1)",
         since: FIRST,
@@ -331,7 +339,7 @@ pub const TABLE: &[CommandSpec] = &[
         flags: "write fast",
         acl: "write fast",
         arity: -3,
-        keys: KEY_UPDATE,
+        keys: KEY_REMOVE,
         summary: "Removes members",
         complexity: "O(k log n) for k members",
         since: FIRST,
@@ -343,7 +351,7 @@ pub const TABLE: &[CommandSpec] = &[
         flags: "readonly fast",
         acl: "read fast",
         arity: 2,
-        keys: KEY_READ,
+        keys: KEY_PROBE,
         summary: "Counts live members",
         complexity: "O(log n) in a large set (plus up to 127 member lookups on a replica), O(n) in a small one",
         since: FIRST,
@@ -501,7 +509,7 @@ pub const TABLE: &[CommandSpec] = &[
         flags: "write fast",
         acl: "write fast",
         arity: -2,
-        keys: KEY_UPDATE,
+        keys: KEY_TAKE,
         summary: "Removes and returns random live members, or those expiring soonest",
         complexity: POP_COMPLEXITY,
         since: SECOND,
