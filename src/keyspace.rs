@@ -27,6 +27,7 @@ use redis_module::key::KeyFlags;
 use redis_module::{
     Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
 };
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -454,14 +455,13 @@ pub fn with_operands<R>(
         handles.push(handle);
     }
     // Plain sets copied, each distinct key once, at the position of its
-    // first occurrence; later occurrences share that copy.
-    let first_of: Vec<usize> = (0..keys.len())
-        .map(|i| {
-            keys[..i]
-                .iter()
-                .position(|k| k.as_slice() == keys[i].as_slice())
-                .unwrap_or(i)
-        })
+    // first occurrence; later occurrences share that copy. Hashed, so that
+    // the cost stays linear in the number of keys.
+    let mut first_seen: HashMap<&[u8], usize> = HashMap::with_capacity(keys.len());
+    let first_of: Vec<usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| *first_seen.entry(k.as_slice()).or_insert(i))
         .collect();
     let wanted = copy(&kinds);
     let mut copies: Vec<Option<PlainSet>> = (0..keys.len()).map(|_| None).collect();
