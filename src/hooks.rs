@@ -30,11 +30,17 @@ impl Dispatch for Commands {
         let Some(spec) = commands::by_index(index) else {
             return Err(RedisError::Str(errors::INTERNAL));
         };
+        // Every handler indexes its arguments by the arity: a command
+        // loaded from an AOF comes without the server's arity check.
+        if !spec.fits(args.len()) {
+            return Err(errors::arity(spec.name));
+        }
         catch_unwind(AssertUnwindSafe(|| match spec.run {
             Body::Timed(run) => run(ctx, args, Clock::of(ctx)),
             Body::Live(run) => run(ctx, args),
         }))
         .unwrap_or_else(|_| {
+            stats::record_command_panic();
             let clock = Clock::of(ctx);
             // Reads too: their lazy reclaim writes.
             let repaired = match spec.repairable_key().and_then(|pos| args.get(pos)) {

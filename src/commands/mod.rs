@@ -76,6 +76,19 @@ impl CommandSpec {
         }
     }
 
+    /// Whether `argc` arguments (the name included) fit the arity: exactly
+    /// it when positive, at least its magnitude when negative. The server
+    /// checks this for a client's command, but not for one it loads from
+    /// an AOF, which reaches the handler as written.
+    pub fn fits(&self, argc: usize) -> bool {
+        let least = self.arity.unsigned_abs() as usize;
+        if self.arity > 0 {
+            argc == least
+        } else {
+            argc >= least
+        }
+    }
+
     /// The legacy `(first, last, step)` key positions: the one key's, or
     /// none for commands whose keys only key specs can describe.
     pub fn key_range(&self) -> (i32, i32, i32) {
@@ -753,6 +766,19 @@ mod tests {
             .map(|c| format!("@{c}"))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    #[test]
+    fn every_wrong_count_misfits_its_arity() {
+        for spec in all() {
+            let least = spec.arity.unsigned_abs() as usize;
+            assert!(least >= 1, "{}", spec.name);
+            for argc in 0..least {
+                assert!(!spec.fits(argc), "{} with {argc}", spec.name);
+            }
+            assert!(spec.fits(least), "{}", spec.name);
+            assert_eq!(spec.fits(least + 1), spec.arity < 0, "{}", spec.name);
+        }
     }
 
     #[test]
