@@ -24,6 +24,7 @@ pub mod encoding;
 mod entry;
 mod glob;
 mod hash;
+mod integer;
 mod large;
 mod member;
 mod order;
@@ -36,6 +37,7 @@ mod window;
 
 pub use deadline::{MAX_DEADLINE_MS, NO_DEADLINE};
 pub use glob::glob_match;
+pub use integer::string2ll;
 pub use member::Member;
 pub use window::{Bound, BoundValue, Window};
 
