@@ -24,6 +24,8 @@ pub const OUT_OF_RANGE: &str = "ERR value is out of range";
 pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
 pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
 pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+/// Redis's reply to a `deny-oom` command over `maxmemory`.
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const INTERNAL: &str = "ERR internal error in xset (the command changed nothing it could \
                             undo; see the server log)";
 
