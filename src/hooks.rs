@@ -8,11 +8,12 @@ use crate::commands::{self, Body};
 use crate::errors;
 use crate::expiry;
 use crate::ffi::command::{Dispatch, KeySpec};
+use crate::ffi::reply;
 use crate::ffi::server::{self, ServerHooks};
 use crate::keyspace;
 use crate::stats;
 use crate::tracking;
-use redis_module::{Context, InfoContext, RedisError, RedisResult, RedisString};
+use redis_module::{Context, InfoContext, RedisError, RedisResult, RedisString, RedisValue};
 use redis_module_macros::info_command_handler;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -35,6 +36,7 @@ impl Dispatch for Commands {
         if !spec.fits(args.len()) {
             return Err(errors::arity(spec.name));
         }
+        reply::forget_started();
         catch_unwind(AssertUnwindSafe(|| match spec.run {
             Body::Timed(run) => run(ctx, args, Clock::of(ctx)),
             Body::Live(run) => run(ctx, args),
@@ -62,6 +64,11 @@ impl Dispatch for Commands {
                 "xset: a bug was caught in {}{outcome}; the server keeps running",
                 spec.name
             ));
+            if reply::started() {
+                // The command wrote its reply itself, padded to its length:
+                // another reply would put the client out of step.
+                return Ok(RedisValue::NoReply);
+            }
             Err(RedisError::Str(errors::INTERNAL))
         })
     }

@@ -214,3 +214,41 @@ fn a_write_that_leaves_a_broken_set_deletes_it_everywhere() {
     // The key works again.
     assert_eq!(q::<i64>(&mut pc, c!["XSET.ADD", "k", "x", "100"]), 1);
 }
+
+#[test]
+fn a_fault_halfway_through_a_streamed_reply_keeps_the_client_in_step() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100", "b", "200"]);
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "reply-midway"]),
+        "OK"
+    );
+    // The array has the length it announced: the members drawn before the
+    // fault, then one error in the place of each missing one.
+    // (Read raw: the client's query would turn the errors inside into one.)
+    let packed = redis::cmd("XSET.RANDMEMBER")
+        .arg("k")
+        .arg("-10")
+        .get_packed_command();
+    c.send_packed_command(&packed).expect("send");
+    let got = match c.recv_response().expect("a reply") {
+        redis::Value::Array(items) => items,
+        other => panic!("not an array: {other:?}"),
+    };
+    assert_eq!(q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    assert_eq!(got.len(), 10);
+    let members = got
+        .iter()
+        .filter(|v| matches!(v, redis::Value::BulkString(_)))
+        .count();
+    let errors = got
+        .iter()
+        .filter(|v| matches!(v, redis::Value::ServerError(_)))
+        .count();
+    assert_eq!((members, errors), (5, 5), "{got:?}");
+    // Nothing else was replied: the next reply is the next command's.
+    assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
+    assert_eq!(info_i64(&mut c, "xset", "xset_command_panics_caught"), 1);
+    assert!(s.log().contains("a bug was caught in xset.randmember"));
+}

@@ -39,6 +39,7 @@ pub use deadline::{MAX_DEADLINE_MS, NO_DEADLINE};
 pub use glob::glob_match;
 pub use integer::string2ll;
 pub use member::Member;
+pub use sample::Draws;
 pub use window::{Bound, BoundValue, Window};
 
 use large::Large;
