@@ -313,11 +313,13 @@ fn read_at(
 pub enum Repair {
     /// The key holds no xset: nothing to do.
     Nothing,
-    /// The set was whole and was re-sent whole to replicas and the AOF.
-    Resent,
-    /// The set was empty or broken and was deleted (the deletion
-    /// propagated).
-    Deleted,
+    /// The set was whole and stays as the command left it; `resent`: on a
+    /// primary, it was re-sent whole to replicas and the AOF (a replica or
+    /// a loading server propagates nothing).
+    Kept { resent: bool },
+    /// The set was empty or broken and was deleted; `propagated`: on a
+    /// primary, the deletion went to replicas and the AOF too.
+    Deleted { propagated: bool },
 }
 
 /// After a write command panicked on `key`: the set may have changed
@@ -352,7 +354,9 @@ pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Rep
             t.relocate(db, key.as_slice(), None, deadline_ms);
         });
         server::signal_modified(ctx, key);
-        return Repair::Resent;
+        return Repair::Kept {
+            resent: clock.primary,
+        };
     }
     tracking::with(|t| t.forget_key(db, key.as_slice()));
     if handle.delete().is_ok() {
@@ -362,7 +366,9 @@ pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Rep
         server::signal_modified(ctx, key);
         notify_del(ctx, key);
     }
-    Repair::Deleted
+    Repair::Deleted {
+        propagated: clock.primary,
+    }
 }
 
 /// Tracks `key` of the selected database anew after it arrived under this

@@ -181,6 +181,12 @@ fn a_fault_midway_through_a_write_resends_the_key_whole() {
         ],
     );
     assert!(e.contains("internal error"), "{e}");
+    // The client learns that part of the command may stand, and where it
+    // went.
+    assert!(
+        e.contains("may have been applied in part") && e.contains("re-sent whole"),
+        "{e}"
+    );
     assert_eq!(q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
     // The primary kept what the command did before the fault...
     assert_eq!(q::<i64>(&mut pc, c!["XSET.HAS", "k", "x"]), 1);
@@ -206,6 +212,7 @@ fn a_write_that_leaves_a_broken_set_deletes_it_everywhere() {
     }
     let e = err(&mut pc, c!["XSET.ADD", "k", "x", "100"]);
     assert!(e.contains("internal error"), "{e}");
+    assert!(e.contains("was deleted"), "{e}");
     assert_eq!(q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
     assert_eq!(q::<i64>(&mut pc, c!["EXISTS", "k"]), 0);
     wait_replicated(&mut pc);
@@ -251,4 +258,91 @@ fn a_fault_halfway_through_a_streamed_reply_keeps_the_client_in_step() {
     assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
     assert_eq!(info_i64(&mut c, "xset", "xset_command_panics_caught"), 1);
     assert!(s.log().contains("a bug was caught in xset.randmember"));
+}
+
+/// `args` as a RESP command, as an AOF holds it.
+fn resp(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}
+
+/// The guard's log lines.
+fn caught_lines(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| l.contains("a bug was caught"))
+        .collect()
+}
+
+#[test]
+fn a_fault_while_loading_an_aof_is_not_said_to_propagate() {
+    let dir = scratch("loading");
+    let far = "32503680000000";
+    let mut aof = resp(&["XSET.ADDEX", "k", "PXAT", "MEMBERS", "1", "x", far]);
+    aof.extend(resp(&["XSET.DEBUG-FAULT", "write-midway"]));
+    aof.extend(resp(&[
+        "XSET.ADDEX",
+        "k",
+        "PXAT",
+        "MEMBERS",
+        "2",
+        "a",
+        far,
+        "b",
+        far,
+    ]));
+    aof.extend(resp(&["XSET.DEBUG-FAULT", "off"]));
+    aof.extend(resp(&["SET", "done", "1"]));
+    std::fs::write(dir.join("appendonly.aof"), aof).expect("write the AOF");
+    let s = start_in(&dir, &["--appendonly", "yes"]);
+    let mut c = s.conn();
+    assert_eq!(q::<String>(&mut c, c!["GET", "done"]), "1");
+    // The add stopped after its first member, and that stays.
+    assert_eq!(
+        q::<Vec<String>>(&mut c, c!["XSET.MEMBERS", "k"]),
+        ["x", "a"]
+    );
+    let log = s.log();
+    let caught = caught_lines(&log);
+    assert_eq!(caught.len(), 1, "{log}");
+    assert!(
+        !caught[0].contains("re-sent") && caught[0].contains("kept as the command left it"),
+        "{}",
+        caught[0]
+    );
+    assert!(caught[0].contains("loading"), "{}", caught[0]);
+}
+
+#[test]
+fn a_fault_on_a_replica_is_not_said_to_propagate() {
+    let (_p, r, mut pc, mut rc) = primary_and_replica();
+    q::<i64>(&mut pc, c!["XSET.ADD", "k", "x", "100"]);
+    wait_replicated(&mut pc);
+    assert_eq!(
+        q::<String>(&mut rc, c!["XSET.DEBUG-FAULT", "write-midway"]),
+        "OK"
+    );
+    q::<i64>(&mut pc, c!["XSET.ADD", "k", "a", "100", "b", "100"]);
+    wait_replicated(&mut pc);
+    assert_eq!(q::<String>(&mut rc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    let log = r.log();
+    let caught = caught_lines(&log);
+    assert_eq!(caught.len(), 1, "{log}");
+    assert!(
+        !caught[0].contains("re-sent") && caught[0].contains("kept as the command left it"),
+        "{}",
+        caught[0]
+    );
+    assert!(caught[0].contains("replica"), "{}", caught[0]);
+}
+
+#[test]
+fn a_panic_in_a_read_without_a_key_says_nothing_changed() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let e = err(&mut c, c!["XSET.DEBUG-PANIC"]);
+    assert!(e.contains("the command changed nothing"), "{e}");
+    assert_eq!(info_i64(&mut c, "xset", "xset_command_panics_caught"), 1);
 }

@@ -98,6 +98,12 @@ impl CommandSpec {
         }
     }
 
+    /// Whether the server's flags make it a read (`readonly`): it changes
+    /// nothing a client can see.
+    pub fn is_read_only(&self) -> bool {
+        self.flags.split(' ').any(|f| f == "readonly")
+    }
+
     /// The argument holding the key a panic may have left half-changed
     /// (its first single key: the one key, or a `*STORE` destination),
     /// which the panic guard repairs; `None` for commands without one.
@@ -769,6 +775,25 @@ mod tests {
             .map(|c| format!("@{c}"))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The panic guard tells the client that a command without a key of
+    /// its own to repair changed nothing: only reads may lack one.
+    #[test]
+    fn every_write_has_a_key_to_repair() {
+        for spec in all() {
+            assert!(
+                spec.repairable_key().is_some() || spec.is_read_only(),
+                "{}",
+                spec.name
+            );
+            assert_ne!(
+                spec.is_read_only(),
+                spec.flags.split(' ').any(|f| f == "write"),
+                "{}",
+                spec.name
+            );
+        }
     }
 
     #[test]

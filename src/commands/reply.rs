@@ -70,7 +70,7 @@ pub fn stream_members<'m>(
 ) -> RedisValue {
     let flat_ttl = with_ttl.is_some_and(|s| !s.pairs);
     let elements = if flat_ttl { len.saturating_mul(2) } else { len };
-    let mut out = Array::start(ctx, elements, errors::INTERNAL);
+    let mut out = Array::start(ctx, elements, errors::INTERNAL_REPLY_CUT);
     for (i, (member, deadline_ms)) in members.take(len).enumerate() {
         if i == len / 2 && faults::hit(Fault::ReplyMidway) {
             panic!("fault injected halfway through a streamed reply");
