@@ -269,11 +269,20 @@ fn resp(args: &[&str]) -> Vec<u8> {
     out
 }
 
-/// The guard's log lines.
-fn caught_lines(log: &str) -> Vec<&str> {
-    log.lines()
+/// Checks that `log` holds one caught panic, whose key was kept and said
+/// not to be propagated, for a reason naming `why`.
+fn assert_kept_unpropagated(log: &str, why: &str) {
+    let caught: Vec<&str> = log
+        .lines()
         .filter(|l| l.contains("a bug was caught"))
-        .collect()
+        .collect();
+    assert_eq!(caught.len(), 1, "{log}");
+    let line = caught[0];
+    assert!(
+        !line.contains("re-sent") && line.contains("kept as the command left it"),
+        "{line}"
+    );
+    assert!(line.contains(why), "{line}");
 }
 
 #[test]
@@ -282,17 +291,8 @@ fn a_fault_while_loading_an_aof_is_not_said_to_propagate() {
     let far = "32503680000000";
     let mut aof = resp(&["XSET.ADDEX", "k", "PXAT", "MEMBERS", "1", "x", far]);
     aof.extend(resp(&["XSET.DEBUG-FAULT", "write-midway"]));
-    aof.extend(resp(&[
-        "XSET.ADDEX",
-        "k",
-        "PXAT",
-        "MEMBERS",
-        "2",
-        "a",
-        far,
-        "b",
-        far,
-    ]));
+    let add = format!("XSET.ADDEX k PXAT MEMBERS 2 a {far} b {far}");
+    aof.extend(resp(&add.split(' ').collect::<Vec<_>>()));
     aof.extend(resp(&["XSET.DEBUG-FAULT", "off"]));
     aof.extend(resp(&["SET", "done", "1"]));
     std::fs::write(dir.join("appendonly.aof"), aof).expect("write the AOF");
@@ -304,15 +304,7 @@ fn a_fault_while_loading_an_aof_is_not_said_to_propagate() {
         q::<Vec<String>>(&mut c, c!["XSET.MEMBERS", "k"]),
         ["x", "a"]
     );
-    let log = s.log();
-    let caught = caught_lines(&log);
-    assert_eq!(caught.len(), 1, "{log}");
-    assert!(
-        !caught[0].contains("re-sent") && caught[0].contains("kept as the command left it"),
-        "{}",
-        caught[0]
-    );
-    assert!(caught[0].contains("loading"), "{}", caught[0]);
+    assert_kept_unpropagated(&s.log(), "loading");
 }
 
 #[test]
@@ -327,15 +319,7 @@ fn a_fault_on_a_replica_is_not_said_to_propagate() {
     q::<i64>(&mut pc, c!["XSET.ADD", "k", "a", "100", "b", "100"]);
     wait_replicated(&mut pc);
     assert_eq!(q::<String>(&mut rc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
-    let log = r.log();
-    let caught = caught_lines(&log);
-    assert_eq!(caught.len(), 1, "{log}");
-    assert!(
-        !caught[0].contains("re-sent") && caught[0].contains("kept as the command left it"),
-        "{}",
-        caught[0]
-    );
-    assert!(caught[0].contains("replica"), "{}", caught[0]);
+    assert_kept_unpropagated(&r.log(), "replica");
 }
 
 #[test]
