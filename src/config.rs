@@ -2,7 +2,7 @@
 //! arguments at load): every setting, its default and its range, in one
 //! place. `lib.rs` registers them; everything else reads them here.
 
-use crate::xset::Limits;
+use crate::xset::{Limits, string2ll};
 use lazy_static::lazy_static;
 use redis_module::Context;
 use redis_module::configuration::{
@@ -135,9 +135,9 @@ fn parse_arg(name: &[u8], value: &[u8]) -> Result<Value, String> {
             Ok(Value::Bool(target, v))
         }
         Setting::Int(target, (_, min, max)) => {
-            let v = std::str::from_utf8(value)
-                .ok()
-                .and_then(|s| s.parse::<i64>().ok())
+            // Read as CONFIG SET reads a number (`string2ll`): no `+`, no
+            // leading zero, no space.
+            let v = string2ll(value)
                 .filter(|v| (min..=max).contains(v))
                 .ok_or_else(|| {
                     format!(
@@ -179,8 +179,10 @@ pub fn register(ctx: &Context) {
 }
 
 /// Applies module arguments given as `name value` pairs (`loadmodule
-/// libxset.so active-expire no`): every pair is checked before any is
-/// applied, so a refused load changes nothing. The error names the
+/// libxset.so active-expire no`), each value read as `CONFIG SET` reads it
+/// (`yes`/`no` in any case; an integer in Redis's grammar, within range):
+/// every pair is checked before any is applied, so a refused load changes
+/// nothing. The error names the
 /// argument and what it takes; the caller refuses the load with it.
 pub fn apply_module_args(args: &[&[u8]]) -> Result<(), String> {
     if !args.len().is_multiple_of(2) {
@@ -215,6 +217,10 @@ mod tests {
             &[b"small-max-members", b"99999"],
             &[b"small-max-members", b"-1"],
             &[b"small-max-members", b"12abc"],
+            &[b"small-max-members", b"+5"],
+            &[b"small-max-members", b"05"],
+            &[b"small-max-members", b"-0"],
+            &[b"small-max-members", b" 5"],
             &[b"small-max-members", b"5", b"active-expire"],
             &[b"small-max-members", b"5", b"active-expire", b"on"],
         ] {

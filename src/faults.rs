@@ -14,6 +14,8 @@ pub enum Fault {
     WriteMidway = 4,
     /// The repair after a write command's panic finds the set broken.
     Unrepairable = 8,
+    /// A reply written element by element, halfway through.
+    ReplyMidway = 16,
 }
 
 #[cfg(feature = "fault-injection")]
@@ -32,7 +34,8 @@ pub const fn hit(_fault: Fault) -> bool {
 }
 
 /// Arms the point named `name` (`rdb-save`, `aof-rewrite`, `write-midway`,
-/// `unrepairable`), or disarms all with `off`; false for another name.
+/// `unrepairable`, `reply-midway`), or disarms all with `off`; false for
+/// another name.
 #[cfg(feature = "fault-injection")]
 pub fn arm(name: &[u8]) -> bool {
     use std::sync::atomic::Ordering;
@@ -45,6 +48,7 @@ pub fn arm(name: &[u8]) -> bool {
         b"aof-rewrite" => Fault::AofRewrite,
         b"write-midway" => Fault::WriteMidway,
         b"unrepairable" => Fault::Unrepairable,
+        b"reply-midway" => Fault::ReplyMidway,
         _ => return false,
     };
     ARMED.fetch_or(bit as u32, Ordering::Relaxed);

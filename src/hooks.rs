@@ -4,15 +4,16 @@
 //! hands the work to the layer that owns it.
 
 use crate::clock::{self, Clock};
-use crate::commands::{self, Body};
+use crate::commands::{self, Body, CommandSpec};
 use crate::errors;
 use crate::expiry;
 use crate::ffi::command::{Dispatch, KeySpec};
-use crate::ffi::server::{self, ServerHooks};
+use crate::ffi::reply;
+use crate::ffi::server::{self, ContextFlags, ServerHooks};
 use crate::keyspace;
 use crate::stats;
 use crate::tracking;
-use redis_module::{Context, InfoContext, RedisError, RedisResult, RedisString};
+use redis_module::{Context, InfoContext, RedisError, RedisResult, RedisString, RedisValue};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The commands of [`commands::all`], by index.
@@ -29,38 +30,116 @@ impl Dispatch for Commands {
         let Some(spec) = commands::by_index(index) else {
             return Err(RedisError::Str(errors::INTERNAL));
         };
+        // Every handler indexes its arguments by the arity: a command
+        // loaded from an AOF comes without the server's arity check.
+        if !spec.fits(args.len()) {
+            return Err(errors::arity(spec.name));
+        }
+        reply::forget_started();
         catch_unwind(AssertUnwindSafe(|| match spec.run {
             Body::Timed(run) => run(ctx, args, Clock::of(ctx)),
             Body::Live(run) => run(ctx, args),
         }))
         .unwrap_or_else(|_| {
+            stats::record_command_panic();
             let clock = Clock::of(ctx);
             // Reads too: their lazy reclaim writes.
-            let repaired = match spec.repairable_key().and_then(|pos| args.get(pos)) {
+            let repair = match spec.repairable_key().and_then(|pos| args.get(pos)) {
                 Some(key) => catch_unwind(AssertUnwindSafe(|| {
                     keyspace::repair_after_panic(ctx, key, clock)
                 }))
-                .ok(),
-                None => Some(keyspace::Repair::Nothing),
+                .map_or(KeyRepair::Failed, KeyRepair::Done),
+                None => KeyRepair::NoKey,
             };
-            let outcome = match repaired {
-                Some(keyspace::Repair::Nothing) => "",
-                Some(keyspace::Repair::Resent) => {
-                    "; its key was re-sent whole to replicas and the AOF"
-                }
-                Some(keyspace::Repair::Deleted) => "; its key was empty or broken and was deleted",
-                None => "; repairing its key failed too",
-            };
+            let (reply, outcome) = after_panic(spec, repair, ctx);
             ctx.log_warning(&format!(
                 "xset: a bug was caught in {}{outcome}; the server keeps running",
                 spec.name
             ));
-            Err(RedisError::Str(errors::INTERNAL))
+            if reply::started() {
+                // The command wrote its reply itself, padded to its length:
+                // another reply would put the client out of step.
+                return Ok(RedisValue::NoReply);
+            }
+            Err(RedisError::Str(reply))
         })
     }
 
     fn key_specs(index: usize) -> &'static [KeySpec] {
         commands::by_index(index).map_or(&[], |spec| spec.keys)
+    }
+}
+
+/// What the panic guard did about a command's key.
+enum KeyRepair {
+    /// The command has no key of its own (a read: the table gives every
+    /// write one).
+    NoKey,
+    /// The repair ran.
+    Done(keyspace::Repair),
+    /// The repair panicked too.
+    Failed,
+}
+
+/// What the client and the log are told after a command panicked, given
+/// what became of its key: every claim true on a primary, on a replica
+/// and while loading.
+fn after_panic(spec: &CommandSpec, repair: KeyRepair, ctx: &Context) -> (&'static str, String) {
+    use keyspace::Repair;
+    let read = spec.is_read_only();
+    let unpropagated = || {
+        if ContextFlags::of(Some(ctx)).loading() {
+            "nothing is propagated while loading"
+        } else {
+            "a replica propagates nothing, so it may now differ from its primary"
+        }
+    };
+    match repair {
+        KeyRepair::NoKey => (errors::INTERNAL_NOTHING_CHANGED, String::new()),
+        KeyRepair::Done(Repair::Nothing) => (
+            if read {
+                errors::INTERNAL_NOTHING_CHANGED
+            } else {
+                errors::INTERNAL_PARTIAL
+            },
+            "; its key holds no set, so there was nothing to repair".into(),
+        ),
+        // A read changes nothing a client can see: at most it reclaimed
+        // expired members, and propagated that.
+        KeyRepair::Done(Repair::Kept { resent }) => (
+            if read {
+                errors::INTERNAL_NOTHING_CHANGED
+            } else if resent {
+                errors::INTERNAL_RESENT
+            } else {
+                errors::INTERNAL_PARTIAL
+            },
+            if resent {
+                "; its key was kept as the command left it and re-sent whole to replicas and the AOF"
+                    .into()
+            } else {
+                format!(
+                    "; its key was kept as the command left it, not propagated ({})",
+                    unpropagated()
+                )
+            },
+        ),
+        KeyRepair::Done(Repair::Deleted { propagated }) => (
+            errors::INTERNAL_DELETED,
+            if propagated {
+                "; its key was empty or broken and was deleted, on replicas and in the AOF too"
+                    .into()
+            } else {
+                format!(
+                    "; its key was empty or broken and was deleted here only ({})",
+                    unpropagated()
+                )
+            },
+        ),
+        KeyRepair::Failed => (
+            errors::INTERNAL_UNREPAIRED,
+            "; repairing its key failed too".into(),
+        ),
     }
 }
 

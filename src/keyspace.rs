@@ -27,6 +27,7 @@ use redis_module::key::KeyFlags;
 use redis_module::{
     Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
 };
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -312,11 +313,13 @@ fn read_at(
 pub enum Repair {
     /// The key holds no xset: nothing to do.
     Nothing,
-    /// The set was whole and was re-sent whole to replicas and the AOF.
-    Resent,
-    /// The set was empty or broken and was deleted (the deletion
-    /// propagated).
-    Deleted,
+    /// The set was whole and stays as the command left it; `resent`: on a
+    /// primary, it was re-sent whole to replicas and the AOF (a replica or
+    /// a loading server propagates nothing).
+    Kept { resent: bool },
+    /// The set was empty or broken and was deleted; `propagated`: on a
+    /// primary, the deletion went to replicas and the AOF too.
+    Deleted { propagated: bool },
 }
 
 /// After a write command panicked on `key`: the set may have changed
@@ -351,7 +354,9 @@ pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Rep
             t.relocate(db, key.as_slice(), None, deadline_ms);
         });
         server::signal_modified(ctx, key);
-        return Repair::Resent;
+        return Repair::Kept {
+            resent: clock.primary,
+        };
     }
     tracking::with(|t| t.forget_key(db, key.as_slice()));
     if handle.delete().is_ok() {
@@ -361,7 +366,9 @@ pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Rep
         server::signal_modified(ctx, key);
         notify_del(ctx, key);
     }
-    Repair::Deleted
+    Repair::Deleted {
+        propagated: clock.primary,
+    }
 }
 
 /// Tracks `key` of the selected database anew after it arrived under this
@@ -454,14 +461,13 @@ pub fn with_operands<R>(
         handles.push(handle);
     }
     // Plain sets copied, each distinct key once, at the position of its
-    // first occurrence; later occurrences share that copy.
-    let first_of: Vec<usize> = (0..keys.len())
-        .map(|i| {
-            keys[..i]
-                .iter()
-                .position(|k| k.as_slice() == keys[i].as_slice())
-                .unwrap_or(i)
-        })
+    // first occurrence; later occurrences share that copy. Hashed, so that
+    // the cost stays linear in the number of keys.
+    let mut first_seen: HashMap<&[u8], usize> = HashMap::with_capacity(keys.len());
+    let first_of: Vec<usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| *first_seen.entry(k.as_slice()).or_insert(i))
         .collect();
     let wanted = copy(&kinds);
     let mut copies: Vec<Option<PlainSet>> = (0..keys.len()).map(|_| None).collect();

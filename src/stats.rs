@@ -8,6 +8,7 @@ static LAZY_EXPIRED: AtomicU64 = AtomicU64::new(0);
 static ACTIVE_EXPIRED: AtomicU64 = AtomicU64::new(0);
 static CYCLES: AtomicU64 = AtomicU64::new(0);
 static CYCLE_TIME_US: AtomicU64 = AtomicU64::new(0);
+static COMMAND_PANICS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts members reclaimed because a command touched their key.
 pub fn record_lazy(n: usize) {
@@ -25,13 +26,19 @@ pub fn record_cycle(expired: usize, spent: Duration) {
     CYCLE_TIME_US.fetch_add(spent.as_micros() as u64, Ordering::Relaxed);
 }
 
+/// Counts one command whose panic the guard caught (a bug).
+pub fn record_command_panic() {
+    COMMAND_PANICS.fetch_add(1, Ordering::Relaxed);
+}
+
 /// The counters as `INFO` fields, in order.
-pub fn fields() -> [(&'static str, u64); 4] {
+pub fn fields() -> [(&'static str, u64); 5] {
     let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     [
         ("expired_members_lazy", load(&LAZY_EXPIRED)),
         ("expired_members_active", load(&ACTIVE_EXPIRED)),
         ("active_expire_cycles", load(&CYCLES)),
         ("active_expire_time_us", load(&CYCLE_TIME_US)),
+        ("command_panics_caught", load(&COMMAND_PANICS)),
     ]
 }

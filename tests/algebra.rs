@@ -664,3 +664,34 @@ fn a_store_that_panics_is_repaired_on_its_destination() {
     assert_eq!(digest(&mut rc), digest(&mut pc));
     assert_eq!(snapshot(&mut rc, "d"), snapshot(&mut pc, "d"));
 }
+
+/// The best of three wall times of `cmd` (the client's round trip: both
+/// commands carry the same keys, so sending them costs the same).
+fn best_of_three(c: &mut Connection, cmd: &redis::Cmd) -> Duration {
+    (0..3)
+        .map(|_| {
+            let started = Instant::now();
+            let n: i64 = cmd.query(c).expect("intercard");
+            assert_eq!(n, 0);
+            started.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+#[test]
+fn many_keys_cost_about_what_sintercard_costs() {
+    let (_s, mut c) = server_with_encoding(false);
+    let keys: Vec<String> = (1..=20_000).map(|i| format!("key:{i}")).collect();
+    let mut ours = redis::cmd("XSET.INTERCARD");
+    let mut theirs = redis::cmd("SINTERCARD");
+    for cmd in [&mut ours, &mut theirs] {
+        cmd.arg(keys.len()).arg(&keys);
+    }
+    let ours = best_of_three(&mut c, &ours);
+    let theirs = best_of_three(&mut c, &theirs);
+    assert!(
+        ours <= theirs * 10,
+        "20,000 missing keys: XSET.INTERCARD {ours:?}, SINTERCARD {theirs:?}"
+    );
+}

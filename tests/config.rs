@@ -199,3 +199,51 @@ fn module_load_at_run_time_checks_arguments_too() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A module argument is read as `CONFIG SET` reads the same setting: the
+/// spellings it refuses (`+5`, `05`, `-0`, spaces, ...) refuse the load,
+/// and those it takes load with the value `CONFIG SET` gives.
+#[test]
+fn module_arguments_parse_as_config_set_does() {
+    let reference = Server::start(&[]);
+    let mut c = reference.conn();
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "small-max-members",
+            &[
+                "5", "+5", "05", "-0", "0", "00", " 5", "5 ", "0x5", "5.0", "1e2", "", "-", "4096",
+                "4097", "-5",
+            ],
+        ),
+        (
+            "active-expire",
+            &["yes", "YES", "No", "1", "true", "on", "", "yes "],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (name, values) in cases {
+        let setting = format!("xset.{name}");
+        for value in values {
+            let by_config_set =
+                try_q::<String>(&mut c, c!["CONFIG", "SET", setting.as_str(), value]).is_ok();
+            if !by_config_set {
+                let (up, _) = boot(&[name, value]);
+                if up {
+                    wrong.push(format!(
+                        "{name} {value:?}: CONFIG SET refuses it, the load took it"
+                    ));
+                }
+                continue;
+            }
+            let want: Vec<String> = q(&mut c, c!["CONFIG", "GET", setting.as_str()]);
+            let loaded = Server::start_with_module_args(&[], &[name, value]);
+            let got: Vec<String> = q(&mut loaded.conn(), c!["CONFIG", "GET", setting.as_str()]);
+            if got != want {
+                wrong.push(format!(
+                    "{name} {value:?}: loaded as {got:?}, CONFIG SET gave {want:?}"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -463,6 +463,45 @@ fn out_of_memory_rejects_adds_only() {
 }
 
 #[test]
+fn out_of_memory_accepts_the_expire_forms_that_only_remove() {
+    let (_s, mut c) = fixture();
+    run::<i64>(&mut c, "XSET.ADD k c 1000 d 1000 e 1000 f 1000");
+    run::<()>(&mut c, "SET plain v");
+    run::<()>(&mut c, "CONFIG SET maxmemory 1");
+    // As native EXPIRE, which is not deny-oom: a time not in the future
+    // removes, and frees memory.
+    assert_eq!(run::<i64>(&mut c, "EXPIRE plain 0"), 1);
+    for (cmd, want) in [
+        ("XSET.EXPIRE k 0 a", vec![2]),
+        ("XSET.PEXPIRE k 0 MEMBERS 2 b nothing", vec![2, -2]),
+        ("XSET.EXPIREAT k 1 c", vec![2]),
+        ("XSET.PEXPIREAT k 1 MEMBERS 1 d", vec![2]),
+        ("XSET.EXPIREAT k 1 NX MEMBERS 1 e", vec![0]),
+        ("XSET.PEXPIREAT k 1 XX MEMBERS 1 e", vec![2]),
+    ] {
+        let args: Vec<&[u8]> = cmd.split(' ').map(str::as_bytes).collect();
+        let got: Vec<i64> = match try_q::<redis::Value>(&mut c, &args) {
+            Ok(redis::Value::Int(n)) => vec![n],
+            Ok(v) => redis::FromRedisValue::from_redis_value(v).expect("codes"),
+            Err(e) => panic!("{cmd} refused under maxmemory: {e}"),
+        };
+        assert_eq!(got, want, "{cmd}");
+    }
+    assert_eq!(run::<Vec<String>>(&mut c, "XSET.MEMBERS k"), ["f", "p"]);
+    // A deadline in the future can grow the set: still refused, as is the
+    // same form with a future time after a past one.
+    let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+    let cases = [
+        "XSET.EXPIRE k 100 f",
+        "XSET.PEXPIREAT k 32503680000000 MEMBERS 1 f",
+        "XSET.PERSIST k f",
+    ];
+    expect_errors(&mut c, &cases.map(|cmd| case(cmd, oom)));
+    run::<()>(&mut c, "CONFIG SET maxmemory 0");
+    assert_eq!(run::<i64>(&mut c, "XSET.EXPIRE k 100 f"), 1);
+}
+
+#[test]
 fn limits_just_inside_are_accepted() {
     let (_s, mut c) = fixture();
     // Time 0 in the EXPIRE family is not an error: it removes (code 2).

@@ -181,6 +181,12 @@ fn a_fault_midway_through_a_write_resends_the_key_whole() {
         ],
     );
     assert!(e.contains("internal error"), "{e}");
+    // The client learns that part of the command may stand, and where it
+    // went.
+    assert!(
+        e.contains("may have been applied in part") && e.contains("re-sent whole"),
+        "{e}"
+    );
     assert_eq!(q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
     // The primary kept what the command did before the fault...
     assert_eq!(q::<i64>(&mut pc, c!["XSET.HAS", "k", "x"]), 1);
@@ -206,6 +212,7 @@ fn a_write_that_leaves_a_broken_set_deletes_it_everywhere() {
     }
     let e = err(&mut pc, c!["XSET.ADD", "k", "x", "100"]);
     assert!(e.contains("internal error"), "{e}");
+    assert!(e.contains("was deleted"), "{e}");
     assert_eq!(q::<String>(&mut pc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
     assert_eq!(q::<i64>(&mut pc, c!["EXISTS", "k"]), 0);
     wait_replicated(&mut pc);
@@ -277,4 +284,113 @@ fn a_save_right_after_a_dump_is_still_a_file_that_loads() {
     assert!(s.log().contains("stopping process"), "no log line");
     drop(c);
     assert_restart_loads(s, &dir, &want);
+}
+
+#[test]
+fn a_fault_halfway_through_a_streamed_reply_keeps_the_client_in_step() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100", "b", "200"]);
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "reply-midway"]),
+        "OK"
+    );
+    // The array has the length it announced: the members drawn before the
+    // fault, then one error in the place of each missing one.
+    // (Read raw: the client's query would turn the errors inside into one.)
+    let packed = redis::cmd("XSET.RANDMEMBER")
+        .arg("k")
+        .arg("-10")
+        .get_packed_command();
+    c.send_packed_command(&packed).expect("send");
+    let got = match c.recv_response().expect("a reply") {
+        redis::Value::Array(items) => items,
+        other => panic!("not an array: {other:?}"),
+    };
+    assert_eq!(q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    assert_eq!(got.len(), 10);
+    let members = got
+        .iter()
+        .filter(|v| matches!(v, redis::Value::BulkString(_)))
+        .count();
+    let errors = got
+        .iter()
+        .filter(|v| matches!(v, redis::Value::ServerError(_)))
+        .count();
+    assert_eq!((members, errors), (5, 5), "{got:?}");
+    // Nothing else was replied: the next reply is the next command's.
+    assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
+    assert_eq!(info_i64(&mut c, "xset", "xset_command_panics_caught"), 1);
+    assert!(s.log().contains("a bug was caught in xset.randmember"));
+}
+
+/// `args` as a RESP command, as an AOF holds it.
+fn resp(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}
+
+/// Checks that `log` holds one caught panic, whose key was kept and said
+/// not to be propagated, for a reason naming `why`.
+fn assert_kept_unpropagated(log: &str, why: &str) {
+    let caught: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("a bug was caught"))
+        .collect();
+    assert_eq!(caught.len(), 1, "{log}");
+    let line = caught[0];
+    assert!(
+        !line.contains("re-sent") && line.contains("kept as the command left it"),
+        "{line}"
+    );
+    assert!(line.contains(why), "{line}");
+}
+
+#[test]
+fn a_fault_while_loading_an_aof_is_not_said_to_propagate() {
+    let dir = scratch("loading");
+    let far = "32503680000000";
+    let mut aof = resp(&["XSET.ADDEX", "k", "PXAT", "MEMBERS", "1", "x", far]);
+    aof.extend(resp(&["XSET.DEBUG-FAULT", "write-midway"]));
+    let add = format!("XSET.ADDEX k PXAT MEMBERS 2 a {far} b {far}");
+    aof.extend(resp(&add.split(' ').collect::<Vec<_>>()));
+    aof.extend(resp(&["XSET.DEBUG-FAULT", "off"]));
+    aof.extend(resp(&["SET", "done", "1"]));
+    std::fs::write(dir.join("appendonly.aof"), aof).expect("write the AOF");
+    let s = start_in(&dir, &["--appendonly", "yes"]);
+    let mut c = s.conn();
+    assert_eq!(q::<String>(&mut c, c!["GET", "done"]), "1");
+    // The add stopped after its first member, and that stays.
+    assert_eq!(
+        q::<Vec<String>>(&mut c, c!["XSET.MEMBERS", "k"]),
+        ["x", "a"]
+    );
+    assert_kept_unpropagated(&s.log(), "loading");
+}
+
+#[test]
+fn a_fault_on_a_replica_is_not_said_to_propagate() {
+    let (_p, r, mut pc, mut rc) = primary_and_replica();
+    q::<i64>(&mut pc, c!["XSET.ADD", "k", "x", "100"]);
+    wait_replicated(&mut pc);
+    assert_eq!(
+        q::<String>(&mut rc, c!["XSET.DEBUG-FAULT", "write-midway"]),
+        "OK"
+    );
+    q::<i64>(&mut pc, c!["XSET.ADD", "k", "a", "100", "b", "100"]);
+    wait_replicated(&mut pc);
+    assert_eq!(q::<String>(&mut rc, c!["XSET.DEBUG-FAULT", "off"]), "OK");
+    assert_kept_unpropagated(&r.log(), "replica");
+}
+
+#[test]
+fn a_panic_in_a_read_without_a_key_says_nothing_changed() {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    let e = err(&mut c, c!["XSET.DEBUG-PANIC"]);
+    assert!(e.contains("the command changed nothing"), "{e}");
+    assert_eq!(info_i64(&mut c, "xset", "xset_command_panics_caught"), 1);
 }

@@ -467,3 +467,55 @@ fn pops_emit_xset_rem_then_del_and_reads_emit_nothing() {
     }
     assert_eq!(got, ["xset.add", "xset.rem", "xset.rem", "del"]);
 }
+
+/// The server's resident memory (`VmRSS`) and its high-water mark
+/// (`VmHWM`) in KiB.
+fn rss_and_peak_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// How far the server's resident memory rose (KiB) while it answered
+/// `cmd`, on a fresh server holding the same 128 members of 8 KiB as an
+/// xset `x` and a plain set `s`: the high-water mark is reset (Linux
+/// `clear_refs` 5) just before, and the client reads the whole reply.
+fn rss_rise_kib(cmd: &[&str]) -> u64 {
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    for i in 0..128 {
+        let member = format!("{i:08}{}", "m".repeat(8184));
+        q::<i64>(&mut c, c!["XSET.ADD", "x", member.as_str(), "1000"]);
+        q::<i64>(&mut c, c!["SADD", "s", member.as_str()]);
+    }
+    let pid = u32::try_from(info_i64(&mut c, "server", "process_id")).expect("pid");
+    let _: redis::RedisResult<Value> = try_q(&mut c, c!["MEMORY", "PURGE"]);
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset the peak RSS");
+    let (before, _) = rss_and_peak_kib(pid);
+    let args: Vec<&[u8]> = cmd.iter().map(|a| a.as_bytes()).collect();
+    let reply: Vec<Vec<u8>> = q(&mut c, &args);
+    assert_eq!(reply.len(), 8192);
+    let (_, peak) = rss_and_peak_kib(pid);
+    peak.saturating_sub(before)
+}
+
+#[test]
+fn a_huge_negative_randmember_costs_what_srandmember_costs() {
+    // A 64 MiB reply: 8192 draws of 8 KiB members.
+    let theirs = rss_rise_kib(&["SRANDMEMBER", "s", "-8192"]);
+    let ours = rss_rise_kib(&["XSET.RANDMEMBER", "x", "-8192"]);
+    assert!(
+        theirs > 32 * 1024,
+        "SRANDMEMBER raised RSS by {theirs} KiB only"
+    );
+    assert!(
+        ours * 2 <= theirs * 3,
+        "RSS rose by {ours} KiB for XSET.RANDMEMBER, {theirs} KiB for SRANDMEMBER"
+    );
+}

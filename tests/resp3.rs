@@ -30,11 +30,12 @@ fn shape(v: &Value) -> String {
 /// Every WITHTTL form of the module's commands: (command, where the
 /// member/ttl list sits in the reply).
 fn with_ttl_replies(c: &mut Connection) -> Vec<(String, Value)> {
-    let cmds: [&[&str]; 7] = [
+    let cmds: [&[&str]; 8] = [
         &["XSET.MEMBERS", "k", "WITHTTL"],
         &["XSET.MEMBERS", "k", "BYDEADLINE", "-inf", "+inf", "WITHTTL"],
         &["XSET.SCAN", "k", "0", "WITHTTL"],
         &["XSET.RANDMEMBER", "k", "2", "WITHTTL"],
+        &["XSET.RANDMEMBER", "k", "-2", "WITHTTL"],
         &["XSET.INTER", "2", "k", "k", "WITHTTL"],
         &["XSET.UNION", "2", "k", "nope", "WITHTTL"],
         &["XSET.DIFF", "2", "k", "nope", "WITHTTL"],

@@ -76,6 +76,19 @@ impl CommandSpec {
         }
     }
 
+    /// Whether `argc` arguments (the name included) fit the arity: exactly
+    /// it when positive, at least its magnitude when negative. The server
+    /// checks this for a client's command, but not for one it loads from
+    /// an AOF, which reaches the handler as written.
+    pub fn fits(&self, argc: usize) -> bool {
+        let least = self.arity.unsigned_abs() as usize;
+        if self.arity > 0 {
+            argc == least
+        } else {
+            argc >= least
+        }
+    }
+
     /// The legacy `(first, last, step)` key positions: the one key's, or
     /// none for commands whose keys only key specs can describe.
     pub fn key_range(&self) -> (i32, i32, i32) {
@@ -83,6 +96,12 @@ impl CommandSpec {
             [KeySpec::At { pos, .. }] => (*pos, *pos, 1),
             _ => (0, 0, 0),
         }
+    }
+
+    /// Whether the server's flags make it a read (`readonly`): it changes
+    /// nothing a client can see.
+    pub fn is_read_only(&self) -> bool {
+        self.flags.split(' ').any(|f| f == "readonly")
     }
 
     /// The argument holding the key a panic may have left half-changed
@@ -96,14 +115,22 @@ impl CommandSpec {
     }
 }
 
-const KEY_READ: &[KeySpec] = &[KeySpec::At {
-    pos: 1,
-    access: KeyAccess::Read,
-}];
-const KEY_UPDATE: &[KeySpec] = &[KeySpec::At {
-    pos: 1,
-    access: KeyAccess::Update,
-}];
+/// The one key at argument 1, touched as `access` says. Each command's
+/// access is its native analogue's, so ACL answers a user with `%R~`/`%W~`
+/// selectors as it answers for the analogue.
+const fn key(access: KeyAccess) -> [KeySpec; 1] {
+    [KeySpec::At { pos: 1, access }]
+}
+/// `SMEMBERS`, `ZCOUNT`, `HTTL`, `SSCAN`, `SRANDMEMBER`: `RO ACCESS`.
+const KEY_READ: &[KeySpec] = &key(KeyAccess::Read);
+/// `SISMEMBER`, `SCARD`: `RO`, returning no member.
+const KEY_PROBE: &[KeySpec] = &key(KeyAccess::Probe);
+/// `ZADD`, `HEXPIRE`, `HPERSIST`: `RW UPDATE`.
+const KEY_UPDATE: &[KeySpec] = &key(KeyAccess::Update);
+/// `SREM`: `RW DELETE`.
+const KEY_REMOVE: &[KeySpec] = &key(KeyAccess::Remove);
+/// `SPOP`, `ZPOPMIN`: `RW ACCESS DELETE`.
+const KEY_TAKE: &[KeySpec] = &key(KeyAccess::Take);
 
 const KEY: Arg = Arg::key("key", 0);
 const MEMBER: Arg = Arg::string("member");
@@ -295,7 +322,7 @@ pub const TABLE: &[CommandSpec] = &[
         flags: "readonly fast",
         acl: "read fast",
         arity: 3,
-        keys: KEY_READ,
+        keys: KEY_PROBE,
         summary: "Tells whether a member is live",
         complexity: "O(1)",
         since: FIRST,
@@ -331,7 +358,7 @@ pub const TABLE: &[CommandSpec] = &[
         flags: "write fast",
         acl: "write fast",
         arity: -3,
-        keys: KEY_UPDATE,
+        keys: KEY_REMOVE,
         summary: "Removes members",
         complexity: "O(k log n) for k members",
         since: FIRST,
@@ -343,7 +370,7 @@ pub const TABLE: &[CommandSpec] = &[
         flags: "readonly fast",
         acl: "read fast",
         arity: 2,
-        keys: KEY_READ,
+        keys: KEY_PROBE,
         summary: "Counts live members",
         complexity: "O(log n) in a large set (plus up to 127 member lookups on a replica), O(n) in a small one",
         since: FIRST,
@@ -412,7 +439,10 @@ pub const TABLE: &[CommandSpec] = &[
     CommandSpec {
         name: "xset.expire",
         run: Body::Timed(write::xset_expire),
-        flags: "write deny-oom fast",
+        // Not `deny-oom`, as native EXPIRE: a time not in the future only
+        // removes, and is accepted over maxmemory; the handler refuses a
+        // later one there itself. So for the whole family.
+        flags: "write fast",
         acl: "write fast",
         arity: -4,
         keys: KEY_UPDATE,
@@ -424,7 +454,7 @@ pub const TABLE: &[CommandSpec] = &[
     CommandSpec {
         name: "xset.pexpire",
         run: Body::Timed(write::xset_pexpire),
-        flags: "write deny-oom fast",
+        flags: "write fast",
         acl: "write fast",
         arity: -4,
         keys: KEY_UPDATE,
@@ -436,7 +466,7 @@ pub const TABLE: &[CommandSpec] = &[
     CommandSpec {
         name: "xset.expireat",
         run: Body::Timed(write::xset_expireat),
-        flags: "write deny-oom fast",
+        flags: "write fast",
         acl: "write fast",
         arity: -4,
         keys: KEY_UPDATE,
@@ -448,7 +478,7 @@ pub const TABLE: &[CommandSpec] = &[
     CommandSpec {
         name: "xset.pexpireat",
         run: Body::Timed(write::xset_pexpireat),
-        flags: "write deny-oom fast",
+        flags: "write fast",
         acl: "write fast",
         arity: -4,
         keys: KEY_UPDATE,
@@ -501,7 +531,7 @@ pub const TABLE: &[CommandSpec] = &[
         flags: "write fast",
         acl: "write fast",
         arity: -2,
-        keys: KEY_UPDATE,
+        keys: KEY_TAKE,
         summary: "Removes and returns random live members, or those expiring soonest",
         complexity: POP_COMPLEXITY,
         since: SECOND,
@@ -745,6 +775,38 @@ mod tests {
             .map(|c| format!("@{c}"))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The panic guard tells the client that a command without a key of
+    /// its own to repair changed nothing: only reads may lack one.
+    #[test]
+    fn every_write_has_a_key_to_repair() {
+        for spec in all() {
+            assert!(
+                spec.repairable_key().is_some() || spec.is_read_only(),
+                "{}",
+                spec.name
+            );
+            assert_ne!(
+                spec.is_read_only(),
+                spec.flags.split(' ').any(|f| f == "write"),
+                "{}",
+                spec.name
+            );
+        }
+    }
+
+    #[test]
+    fn every_wrong_count_misfits_its_arity() {
+        for spec in all() {
+            let least = spec.arity.unsigned_abs() as usize;
+            assert!(least >= 1, "{}", spec.name);
+            for argc in 0..least {
+                assert!(!spec.fits(argc), "{} with {argc}", spec.name);
+            }
+            assert!(spec.fits(least), "{}", spec.name);
+            assert_eq!(spec.fits(least + 1), spec.arity < 0, "{}", spec.name);
+        }
     }
 
     #[test]

@@ -5,34 +5,13 @@
 //! touches a key: a command that fails here has changed nothing.
 
 use crate::errors::{self, err};
-use crate::xset::{Bound, BoundValue, MAX_DEADLINE_MS, Window};
+use crate::xset::{Bound, BoundValue, MAX_DEADLINE_MS, Window, string2ll};
 use redis_module::{RedisError, RedisString, RedisValue};
 
-/// Parses a signed 64-bit integer exactly as Redis does: optional `-`, no
-/// `+`, no spaces, no leading zeros. Digits are accumulated directly (no
-/// UTF-8 check or `str::parse`): every add parses a time.
+/// Parses a signed 64-bit integer exactly as Redis does ([`string2ll`]):
+/// optional `-`, no `+`, no spaces, no leading zeros.
 pub fn parse_i64(bytes: &[u8]) -> Result<i64, RedisError> {
-    let (negative, digits) = match bytes {
-        [b'-', rest @ ..] => (true, rest),
-        _ => (false, bytes),
-    };
-    let value = match digits {
-        [b'0'] if !negative => Some(0),
-        [b'1'..=b'9', ..] => digits.iter().try_fold(0u64, |acc, &d| {
-            let digit = d.checked_sub(b'0').filter(|&d| d <= 9)?;
-            acc.checked_mul(10)?.checked_add(u64::from(digit))
-        }),
-        _ => None,
-    };
-    let value = value.and_then(|v| {
-        if negative {
-            // i64::MIN's magnitude is one more than i64::MAX.
-            (v <= i64::MAX as u64 + 1).then(|| (v as i64).wrapping_neg())
-        } else {
-            i64::try_from(v).ok()
-        }
-    });
-    value.ok_or_else(|| err(errors::NOT_INTEGER))
+    string2ll(bytes).ok_or_else(|| err(errors::NOT_INTEGER))
 }
 
 /// Parses an unsigned 64-bit integer: digits only, no leading zeros.

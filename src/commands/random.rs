@@ -15,7 +15,7 @@
 //! stream ([`next_u64`]); the sampling itself is the core's.
 
 use super::parse::{is, parse_i64};
-use super::reply::{WithTtl, bulk, pttl};
+use super::reply::{WithTtl, bulk, pttl, stream_members};
 use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::keyspace::{self, with_read, with_write};
@@ -25,9 +25,10 @@ use std::hash::BuildHasher;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The most members a negative `XSET.RANDMEMBER` count may ask for: the
-/// whole reply is built in memory, so an absurd count is refused instead of
-/// exhausting it.
+/// The most members a negative `XSET.RANDMEMBER` count may ask for. The
+/// reply is streamed, costing what `SRANDMEMBER`'s costs, but it is still
+/// all in the client's output buffer at once: an absurd count is refused
+/// rather than exhausting memory with one reply.
 pub const MAX_REPEATED: u64 = 1 << 20;
 
 static SEED: OnceLock<u64> = OnceLock::new();
@@ -94,12 +95,30 @@ pub fn xset_randmember(ctx: &Context, args: &[RedisString], clock: Clock) -> Red
             let one = set.and_then(|s| s.random_live(now_ms, &mut next_u64));
             return Ok(single_reply(one.map(|(m, _)| m).as_ref()));
         };
-        let found = match set {
-            None => Vec::new(),
-            Some(s) if count >= 0 => s.sample_distinct(now_ms, count as usize, &mut next_u64),
-            Some(s) => s.sample_with_repeats(now_ms, count.unsigned_abs() as usize, &mut next_u64),
+        let Some(set) = set else {
+            return Ok(RedisValue::Array(Vec::new()));
         };
-        Ok(members_reply(&found, with_ttl, now_ms))
+        // Members are written to the client as they are drawn, never
+        // copied into a reply value first: a reply of a million members
+        // costs what SRANDMEMBER's costs.
+        if count >= 0 {
+            let found = set.sample_distinct(now_ms, count as usize, &mut next_u64);
+            let len = found.len();
+            return Ok(stream_members(
+                ctx,
+                len,
+                found.into_iter(),
+                with_ttl,
+                now_ms,
+            ));
+        }
+        let mut draws = set.draws(now_ms, next_u64).peekable();
+        let len = if draws.peek().is_some() {
+            count.unsigned_abs() as usize
+        } else {
+            0
+        };
+        Ok(stream_members(ctx, len, draws, with_ttl, now_ms))
     })
 }
 

@@ -1,5 +1,8 @@
 //! Reply values the command files share.
 
+use crate::errors;
+use crate::faults::{self, Fault};
+use crate::ffi::reply::Array;
 use crate::ffi::server::ContextFlags;
 use crate::xset::NO_DEADLINE;
 use redis_module::{Context, RedisValue};
@@ -50,4 +53,37 @@ pub fn pttl(deadline_ms: u64, now_ms: u64) -> i64 {
     } else {
         (deadline_ms - now_ms) as i64
     }
+}
+
+/// Replies an array of the first `len` of `members` straight to the client
+/// as they come, each followed by its TTL in milliseconds when `with_ttl`
+/// says how, so that no copy of a large reply is built first. `members`
+/// must yield `len` (a shortfall is padded with errors, keeping the
+/// protocol in step). Returns [`RedisValue::NoReply`]: the command has
+/// replied. Call it last, once nothing else can fail.
+pub fn stream_members<'m>(
+    ctx: &Context,
+    len: usize,
+    members: impl Iterator<Item = (&'m [u8], u64)>,
+    with_ttl: Option<WithTtl>,
+    now_ms: u64,
+) -> RedisValue {
+    let flat_ttl = with_ttl.is_some_and(|s| !s.pairs);
+    let elements = if flat_ttl { len.saturating_mul(2) } else { len };
+    let mut out = Array::start(ctx, elements, errors::INTERNAL_REPLY_CUT);
+    for (i, (member, deadline_ms)) in members.take(len).enumerate() {
+        if i == len / 2 && faults::hit(Fault::ReplyMidway) {
+            panic!("fault injected halfway through a streamed reply");
+        }
+        let ttl = pttl(deadline_ms, now_ms);
+        match with_ttl {
+            None => out.bulk(member),
+            Some(WithTtl { pairs: true }) => out.bulk_integer_pair(member, ttl),
+            Some(WithTtl { pairs: false }) => {
+                out.bulk(member);
+                out.integer(ttl);
+            }
+        }
+    }
+    RedisValue::NoReply
 }

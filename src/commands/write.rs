@@ -14,7 +14,8 @@
 use super::parse::{Target, TimeUnit, is, parse_i64, to_deadline};
 use super::reply::int;
 use crate::clock::Clock;
-use crate::errors;
+use crate::errors::{self, err};
+use crate::ffi::server::ContextFlags;
 use crate::keyspace::{self, with_write};
 use crate::xset::{ExpireCondition, ExpireOutcome, PersistOutcome};
 use redis_module::{Context, RedisResult, RedisString};
@@ -44,6 +45,13 @@ pub fn xset_rem(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
     })
 }
 
+/// Whether a write that may grow memory must be refused: a primary over
+/// `maxmemory` after the server's evictions for this command. Replicas and
+/// loaders apply what they are given, as the server lets them.
+fn out_of_memory(ctx: &Context, clock: Clock) -> bool {
+    clock.primary && ContextFlags::of(Some(ctx)).out_of_memory()
+}
+
 fn expire_family(
     ctx: &Context,
     args: &[RedisString],
@@ -58,6 +66,13 @@ fn expire_family(
     }
     let deadline_ms =
         to_deadline(value, unit, clock.now_ms).ok_or_else(|| errors::invalid_expire(name))?;
+    // A time not in the future only removes members, which frees memory:
+    // accepted over maxmemory, as native EXPIRE is (these commands are not
+    // `deny-oom`). A later one may grow the set (a small set can convert,
+    // a leaf split), so it is refused there as the server refuses an add.
+    if deadline_ms > clock.now_ms && out_of_memory(ctx, clock) {
+        return Err(err(errors::OOM));
+    }
     // With one argument after the time it is the member; with more, the
     // first may be a condition, and never a member.
     let condition = match args.get(3) {

@@ -104,14 +104,26 @@ fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
     unsafe { &*(std::ptr::from_ref(views) as *const [RedisString]) }
 }
 
-/// How a command touches one of its keys, as key-spec flags say it.
+/// How a command touches one of its keys, as key-spec flags say it. ACL
+/// reads them: `ACCESS` needs read permission on the key (`%R~`), `UPDATE`,
+/// `INSERT` and `DELETE` write permission (`%W~`), and `RO` alone neither.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyAccess {
-    /// Reads the value (`RO ACCESS`).
+    /// Reads the value and returns what it holds (`RO ACCESS`, what
+    /// `SMEMBERS` declares).
     Read,
+    /// Reads the value but returns none of its members, only whether one is
+    /// there or how many (`RO`, what `SISMEMBER` and `SCARD` declare).
+    Probe,
     /// Reads and changes the value, may create or delete it (`RW UPDATE`,
     /// what `ZADD` declares).
     Update,
+    /// Removes parts of the value without returning them (`RW DELETE`,
+    /// what `SREM` declares).
+    Remove,
+    /// Removes parts of the value and returns them (`RW ACCESS DELETE`,
+    /// what `SPOP` declares).
+    Take,
     /// Replaces the value without reading it (`OW UPDATE`, what
     /// `ZUNIONSTORE` declares for its destination).
     Overwrite,
@@ -119,10 +131,18 @@ pub enum KeyAccess {
 
 impl KeyAccess {
     fn flags(self) -> u32 {
+        use raw::{
+            REDISMODULE_CMD_KEY_ACCESS as ACCESS, REDISMODULE_CMD_KEY_DELETE as DELETE,
+            REDISMODULE_CMD_KEY_OW as OW, REDISMODULE_CMD_KEY_RO as RO,
+            REDISMODULE_CMD_KEY_RW as RW, REDISMODULE_CMD_KEY_UPDATE as UPDATE,
+        };
         match self {
-            KeyAccess::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
-            KeyAccess::Update => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
-            KeyAccess::Overwrite => raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE,
+            KeyAccess::Read => RO | ACCESS,
+            KeyAccess::Probe => RO,
+            KeyAccess::Update => RW | UPDATE,
+            KeyAccess::Remove => RW | DELETE,
+            KeyAccess::Take => RW | ACCESS | DELETE,
+            KeyAccess::Overwrite => OW | UPDATE,
         }
     }
 }

@@ -26,6 +26,7 @@ macro_rules! api {
 pub mod alloc;
 pub mod command;
 pub mod load;
+pub mod reply;
 pub mod server;
 pub mod types;
 

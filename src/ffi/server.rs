@@ -47,6 +47,19 @@ impl ContextFlags {
         self.0 & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
     }
 
+    /// Used memory is over `maxmemory` (the server's own reckoning, without
+    /// replication and AOF buffers, as for refusing `deny-oom` commands).
+    pub fn out_of_memory(self) -> bool {
+        self.0 & raw::REDISMODULE_CTX_FLAGS_OOM != 0
+    }
+
+    /// The server is loading its data (RDB, AOF), also on a replica that
+    /// loads what its primary sent.
+    pub fn loading(self) -> bool {
+        self.0 & (raw::REDISMODULE_CTX_FLAGS_LOADING | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING)
+            != 0
+    }
+
     /// A replica, or a server loading its data (RDB, AOF): it applies what
     /// it is given and never deletes on its own clock.
     pub fn replica_or_loading(self) -> bool {

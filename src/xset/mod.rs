@@ -24,6 +24,7 @@ pub mod encoding;
 mod entry;
 mod glob;
 mod hash;
+mod integer;
 mod large;
 mod member;
 mod order;
@@ -36,7 +37,9 @@ mod window;
 
 pub use deadline::{MAX_DEADLINE_MS, NO_DEADLINE};
 pub use glob::glob_match;
+pub use integer::string2ll;
 pub use member::Member;
+pub use sample::Draws;
 pub use window::{Bound, BoundValue, Window};
 
 use large::Large;

@@ -46,6 +46,33 @@ fn random_slot<'a>(
     })
 }
 
+/// The endless independent draws of [`XSet::draws`].
+pub struct Draws<'a, R> {
+    set: &'a XSet,
+    now_ms: u64,
+    rng: R,
+    /// The live list, once slots stopped giving live members (or the set is
+    /// small): every later draw is from it.
+    live: Option<Vec<(&'a [u8], u64)>>,
+}
+
+impl<'a, R: FnMut() -> u64> Iterator for Draws<'a, R> {
+    type Item = (&'a [u8], u64);
+
+    fn next(&mut self) -> Option<(&'a [u8], u64)> {
+        if self.live.is_none()
+            && let Repr::Large(large) = &self.set.repr
+            && let Some((_, found)) = random_slot(large, self.now_ms, &mut self.rng)
+        {
+            return Some(found);
+        }
+        let live = self
+            .live
+            .get_or_insert_with(|| self.set.live_list(self.now_ms));
+        (!live.is_empty()).then(|| live[below(live.len(), &mut self.rng)])
+    }
+}
+
 impl XSet {
     fn live_list(&self, now_ms: u64) -> Vec<(&[u8], u64)> {
         self.iter_live(now_ms, false).collect()
@@ -74,24 +101,23 @@ impl XSet {
         count: usize,
         rng: &mut impl FnMut() -> u64,
     ) -> Vec<(&[u8], u64)> {
-        let mut out = Vec::new();
-        let mut live: Option<Vec<(&[u8], u64)>> = None;
-        if let Repr::Large(large) = &self.repr {
-            while out.len() < count {
-                match random_slot(large, now_ms, rng) {
-                    Some((_, found)) => out.push(found),
-                    None => break,
-                }
-            }
+        self.draws(now_ms, rng).take(count).collect()
+    }
+
+    /// Members live at `now_ms` drawn independently and uniformly (so
+    /// repeats may occur), with their deadlines, one per `next`: endless
+    /// once one is drawn, and nothing when none is live. A reply can be
+    /// written as the draws come, never holding them all. Each draw is O(1)
+    /// expected in a large set; a small set, or a large one after
+    /// [`SLOT_TRIES`] vacant or expired slots in a row, reads its live list
+    /// once (O(n)) and draws from it from then on.
+    pub fn draws<R: FnMut() -> u64>(&self, now_ms: u64, rng: R) -> Draws<'_, R> {
+        Draws {
+            set: self,
+            now_ms,
+            rng,
+            live: None,
         }
-        while out.len() < count {
-            let live = live.get_or_insert_with(|| self.live_list(now_ms));
-            if live.is_empty() {
-                break;
-            }
-            out.push(live[below(live.len(), rng)]);
-        }
-        out
     }
 
     /// Up to `count` distinct members live at `now_ms`, uniformly at random,
