@@ -66,7 +66,9 @@ impl Old {
     }
 
     /// The server's log (a crash report cut to its first lines) and the
-    /// start of what it wrote on stderr (a Rust panic message lands there).
+    /// start of what it wrote on stderr (a Rust panic message lands there),
+    /// after an empty line (`scripts/test --matrix` summarizes a failure by
+    /// its message up to the first empty line).
     fn output(&self) -> String {
         let read = |f: &str| std::fs::read_to_string(self.dir.join(f)).unwrap_or_default();
         let log = read("redis.log");
@@ -85,7 +87,7 @@ impl Old {
         let stderr = read("stderr");
         let stderr: Vec<&str> = stderr.lines().take(4).collect();
         format!(
-            "--- log ---\n{shown}\n--- stderr (start) ---\n{}",
+            "\n--- log ---\n{shown}\n--- stderr (start) ---\n{}",
             stderr.join("\n")
         )
     }
@@ -192,7 +194,7 @@ fn loadmodule_at_start_exits_with_an_error_status_and_says_why() {
     assert!(
         status.code().is_some_and(|c| c != 0),
         "{bin} --loadmodule xset must exit with an error status, not {status} \
-         (134 or a signal is an abort: the module crashed the server)\n{out}"
+         (a signal, such as the SIGABRT a shell shows as 134, means the load crashed the server)\n{out}"
     );
     let log = s.log();
     assert!(!crashed(&log), "a crash report in the log:\n{out}");
