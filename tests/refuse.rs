@@ -149,10 +149,13 @@ impl Drop for Old {
     }
 }
 
-/// The log line in which the module says why it refuses: it names the
-/// version it needs or an API the server lacks.
-fn refusal_line(log: &str) -> Option<&str> {
+/// The log line in which the module says why it refuses: it names xset
+/// and the version it needs or an API the server lacks (the server's own
+/// lines about the module's path do not count).
+fn refusal_line(log: &str) -> Option<String> {
+    let path = module_path().display().to_string();
     log.lines()
+        .map(|l| l.replace(&path, "<module>"))
         .find(|l| l.contains("xset") && (l.contains("7.0") || l.contains("RedisModule_")))
 }
 
