@@ -368,24 +368,68 @@ fn a_tiny_budget_and_long_period_still_drain_a_backlog_promptly() {
     // Each tick may only spend 10 us, and the idle period is a minute:
     // the timer must fire at the deadline and come back after 1 ms while
     // a backlog remains, not after the period.
+    const PERIOD_MS: u64 = 60_000;
     let _: String = q(
         &mut c,
         c!["CONFIG", "SET", "xset.active-expire-budget-us", "10"],
     );
+    let period = PERIOD_MS.to_string();
     let _: String = q(
         &mut c,
-        c!["CONFIG", "SET", "xset.active-expire-period-ms", "60000"],
+        c![
+            "CONFIG",
+            "SET",
+            "xset.active-expire-period-ms",
+            period.as_str()
+        ],
     );
-    let due = server_ms(&mut c) + 200;
+    // The timer armed with the old period (100 ms) fires once more, then
+    // comes back only after the new one: wait for that tick, so that every
+    // cycle counted below is one the backlog caused.
+    let idle = info_field(&mut c, "xset_active_expire_cycles");
+    assert!(
+        wait_until(GRACE, || info_field(&mut c, "xset_active_expire_cycles")
+            > idle),
+        "the timer never ticked; log:\n{}",
+        log_tail(&s)
+    );
+    // All 20000 members get one relative TTL in one transaction: one
+    // deadline however long the adds take to send, and no tick between
+    // them. The deadline and the cycle count are read in the same
+    // transaction, before any member can be due.
+    let mut tx = redis::pipe();
+    tx.atomic();
     for k in 0..4 {
-        let members: Vec<(String, u64)> = (0..5000).map(|i| (format!("m{i}"), due)).collect();
-        add_at(&mut c, &format!("b{k}"), &members);
+        let cmd = tx
+            .cmd("XSET.ADDEX")
+            .arg(format!("b{k}"))
+            .arg("PX")
+            .arg("MEMBERS")
+            .arg(5000);
+        for i in 0..5000 {
+            cmd.arg(format!("m{i}")).arg(300);
+        }
     }
-    let cycles = info_field(&mut c, "xset_active_expire_cycles");
-    let ok = wait_until(GRACE + Duration::from_millis(200), || dbsize(&mut c) == 0);
+    tx.cmd("XSET.PEXPIRETIME").arg("b3").arg("m4999");
+    tx.cmd("INFO").arg("xset");
+    let (a0, a1, a2, a3, due, info): (i64, i64, i64, i64, u64, String) =
+        tx.query(&mut c).expect("the adds' transaction");
+    assert_eq!([a0, a1, a2, a3], [5000; 4]);
+    let cycles = info_text_i64(&info, "xset_active_expire_cycles").expect("cycles in INFO");
+    let until_due = Duration::from_millis(due.saturating_sub(unix_ms()));
+    assert!(
+        wait_until(until_due + GRACE, || active(&mut c) > 0),
+        "nothing reclaimed {GRACE:?} after the deadline; log:\n{}",
+        log_tail(&s)
+    );
+    // Draining 20000 members in slices of 10 us takes well under a
+    // second; a sixth of the period still tells a timer that came back
+    // at once from one that waited for the period.
+    let drain = Duration::from_millis(PERIOD_MS / 6);
+    let ok = wait_until(until_due + drain, || dbsize(&mut c) == 0);
     assert!(
         ok,
-        "keys left {}; active={} of 20000; log:\n{}",
+        "keys left {} {drain:?} after the deadline; active={} of 20000; log:\n{}",
         dbsize(&mut c),
         active(&mut c),
         log_tail(&s)

@@ -1,9 +1,10 @@
 //! Test harness: a real `redis-server` per test, on a free loopback port,
 //! with the built module loaded. Never a mock.
 //!
-//! The module is `target/release/libxset.so` built with the
-//! `fault-injection` feature (`scripts/test` builds it), or the path in
-//! `XSET_MODULE`.
+//! The module is the path in `XSET_MODULE`, else `libxset.so` in the
+//! release directory of `CARGO_TARGET_DIR`, else `target/release/` under the
+//! source tree, built with the `fault-injection` feature (`scripts/test`
+//! builds it).
 //!
 //! The server is `redis-server` from `PATH`, or the binary in
 //! `XSET_SERVER` (any Redis or Valkey server: `scripts/test --matrix` runs
@@ -19,20 +20,34 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+/// The module under test, as an absolute path (see the file's header for
+/// where it is looked for).
 pub fn module_path() -> PathBuf {
-    if let Ok(p) = std::env::var("XSET_MODULE") {
-        return PathBuf::from(p);
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    if let Some(p) = std::env::var_os("XSET_MODULE").filter(|p| !p.is_empty()) {
+        return manifest.join(p);
     }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/libxset.so");
+    // A relative CARGO_TARGET_DIR is taken from where cargo ran; tests run
+    // in the package root, where it is usually run from.
+    let p = match std::env::var_os("CARGO_TARGET_DIR").filter(|p| !p.is_empty()) {
+        Some(dir) => std::env::current_dir()
+            .expect("current directory")
+            .join(dir)
+            .join("release/libxset.so"),
+        None => manifest.join("target/release/libxset.so"),
+    };
     assert!(
         p.exists(),
-        "{} is missing: run scripts/test, or cargo build --release --features fault-injection",
+        "{} is missing: run scripts/test, or cargo build --release --features \
+         fault-injection (or name the module in XSET_MODULE)",
         p.display()
     );
     p
 }
 
-fn free_port() -> u16 {
+/// A free loopback port (free when probed; a server started on it may
+/// still lose a race for it).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
