@@ -8,12 +8,13 @@ use crate::commands::{self, Body, CommandSpec};
 use crate::errors;
 use crate::expiry;
 use crate::ffi::command::{Dispatch, KeySpec};
+use crate::ffi::key::CmdArg;
 use crate::ffi::reply;
 use crate::ffi::server::{self, ContextFlags, ServerHooks};
 use crate::keyspace;
 use crate::stats;
 use crate::tracking;
-use redis_module::{Context, InfoContext, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, InfoContext, RedisError, RedisResult, RedisValue};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The commands of [`commands::all`], by index.
@@ -26,7 +27,7 @@ impl Dispatch for Commands {
     /// reply and a log line, never a crash, and a set the command left
     /// empty is deleted (an empty set must not stay: the next RDB would not
     /// load).
-    fn run(index: usize, ctx: &Context, args: &[RedisString]) -> RedisResult {
+    fn run(index: usize, ctx: &Context, args: &[CmdArg]) -> RedisResult {
         let Some(spec) = commands::by_index(index) else {
             return Err(RedisError::Str(errors::INTERNAL));
         };

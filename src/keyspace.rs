@@ -18,15 +18,13 @@ use crate::config;
 use crate::datatype::{XSET_TYPE, rebuild_commands};
 use crate::faults::{self, Fault};
 use crate::ffi::command as ffi_command;
+use crate::ffi::key::{CmdArg, Key, KeyName};
 use crate::ffi::server;
 use crate::stats;
 use crate::tracking;
 use crate::xset::algebra::{Input, PlainSet};
 use crate::xset::{Member, XSet};
-use redis_module::key::KeyFlags;
-use redis_module::{
-    Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
-};
+use redis_module::{Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisValue, raw};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -48,7 +46,7 @@ const EXPIRY_CHUNK: usize = 128;
 static PROPAGATED: AtomicU64 = AtomicU64::new(0);
 
 /// Replicates `cmd key parts...` to replicas and the AOF.
-pub fn propagate(ctx: &Context, cmd: &str, key: &RedisString, parts: &[&[u8]]) {
+pub fn propagate(ctx: &Context, cmd: &str, key: &impl KeyName, parts: &[&[u8]]) {
     PROPAGATED.fetch_add(1, Ordering::Relaxed);
     let mut argv: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
     argv.push(key.as_slice());
@@ -57,7 +55,7 @@ pub fn propagate(ctx: &Context, cmd: &str, key: &RedisString, parts: &[&[u8]]) {
 }
 
 /// Replicates the removal of `members` as one `XSET.REM`.
-pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &RedisString, members: &[M]) {
+pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &impl KeyName, members: &[M]) {
     if members.is_empty() {
         return;
     }
@@ -67,12 +65,12 @@ pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &RedisString, members: 
 
 /// Replicates that `pairs` (member, absolute deadline) were written, as
 /// `XSET.ADDEX key PXAT MEMBERS n member deadline ...`.
-pub fn propagate_add(ctx: &Context, key: &RedisString, pairs: &[(&RedisString, u64)]) {
+pub fn propagate_add(ctx: &Context, key: &impl KeyName, pairs: &[(&CmdArg, u64)]) {
     match pairs {
         [] => {}
         [(member, deadline_ms)] => {
             PROPAGATED.fetch_add(1, Ordering::Relaxed);
-            if !ffi_command::replicate_one_member_add(ctx, key, member, *deadline_ms) {
+            if !ffi_command::replicate_one_member_add(ctx, key, *member, *deadline_ms) {
                 propagate_add_generic(ctx, key, pairs);
             }
         }
@@ -80,7 +78,7 @@ pub fn propagate_add(ctx: &Context, key: &RedisString, pairs: &[(&RedisString, u
     }
 }
 
-fn propagate_add_generic(ctx: &Context, key: &RedisString, pairs: &[(&RedisString, u64)]) {
+fn propagate_add_generic(ctx: &Context, key: &impl KeyName, pairs: &[(&CmdArg, u64)]) {
     let deadlines: Vec<String> = pairs.iter().map(|(_, d)| d.to_string()).collect();
     let count = pairs.len().to_string();
     let mut parts: Vec<&[u8]> = Vec::with_capacity(3 + 2 * pairs.len());
@@ -93,7 +91,7 @@ fn propagate_add_generic(ctx: &Context, key: &RedisString, pairs: &[(&RedisStrin
 }
 
 /// Replicates that `members` got deadline `deadline_ms`.
-pub fn propagate_deadline(ctx: &Context, key: &RedisString, deadline_ms: u64, members: &[&[u8]]) {
+pub fn propagate_deadline(ctx: &Context, key: &impl KeyName, deadline_ms: u64, members: &[&[u8]]) {
     if members.is_empty() {
         return;
     }
@@ -105,7 +103,7 @@ pub fn propagate_deadline(ctx: &Context, key: &RedisString, deadline_ms: u64, me
 }
 
 /// Replicates that `members` lost their deadlines.
-pub fn propagate_persist(ctx: &Context, key: &RedisString, members: &[&[u8]]) {
+pub fn propagate_persist(ctx: &Context, key: &impl KeyName, members: &[&[u8]]) {
     if members.is_empty() {
         return;
     }
@@ -125,11 +123,11 @@ pub fn propagate_persist(ctx: &Context, key: &RedisString, members: &[&[u8]]) {
 /// events (RediSearch does, for RedisJSON). Unheard, the call costs about
 /// 0.4-0.5% of the server CPU of a refresh `XSET.ADD` (perf, 1k and 1M
 /// members), not worth a check that only holds with no other module loaded.
-pub fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+pub fn notify(ctx: &Context, event: &CStr, key: &impl KeyName) {
     server::notify(ctx, NotifyEvent::MODULE, event, key);
 }
 
-fn notify_del(ctx: &Context, key: &RedisString) {
+fn notify_del(ctx: &Context, key: &impl KeyName) {
     server::notify(ctx, NotifyEvent::GENERIC, c"del", key);
 }
 
@@ -139,7 +137,7 @@ fn notify_del(ctx: &Context, key: &RedisString) {
 /// only. The caller deletes the key if the set is left empty.
 fn reclaim_due(
     ctx: &Context,
-    key: &RedisString,
+    key: &impl KeyName,
     set: &mut XSet,
     now_ms: u64,
     limit: usize,
@@ -158,7 +156,7 @@ fn reclaim_due(
 /// Publishes each expired member on `__xset@<db>__:expired:<key>`, one
 /// message per member (binary-safe), when `xset.notify-expired-members` is
 /// on. Keyspace events name only the key; this says which members went.
-fn publish_expired(ctx: &Context, key: &RedisString, gone: &[Member]) {
+fn publish_expired(ctx: &Context, key: &impl KeyName, gone: &[Member]) {
     let mut channel = format!("__xset@{}__:expired:", server::selected_db(ctx)).into_bytes();
     channel.extend_from_slice(key.as_slice());
     for member in gone {
@@ -173,14 +171,14 @@ fn publish_expired(ctx: &Context, key: &RedisString, gone: &[Member]) {
 /// it, i.e. it changed.
 pub fn with_write(
     ctx: &Context,
-    key: &RedisString,
+    key: &impl KeyName,
     clock: Clock,
     body: impl FnOnce(&mut XSet) -> RedisResult,
 ) -> RedisResult {
     let propagated_before = PROPAGATED.load(Ordering::Relaxed);
-    let handle = ctx.open_key_writable(key);
+    let handle = Key::open(ctx, key, true, 0);
     let existing = handle
-        .get_value::<XSet>(&XSET_TYPE)
+        .get_value_mut::<XSet>(&XSET_TYPE)
         .map_err(|_| RedisError::WrongType)?;
     let tracked = existing.as_ref().map(|s| s.next_deadline());
     // A new set is made only for a missing key: not on the write path of
@@ -231,7 +229,7 @@ pub fn with_write(
 /// filters hide them.
 pub fn with_read(
     ctx: &Context,
-    key: &RedisString,
+    key: &impl KeyName,
     clock: Clock,
     body: impl FnOnce(Option<&XSet>) -> RedisResult,
 ) -> RedisResult {
@@ -252,7 +250,7 @@ pub fn with_read(
 /// once either way, unless due members must be reclaimed first.
 pub fn with_live_read(
     ctx: &Context,
-    key: &RedisString,
+    key: &impl KeyName,
     body: impl FnOnce(Option<&XSet>, u64) -> RedisResult,
 ) -> RedisResult {
     let read = |next: Option<u64>| match clock::live_bound_ms() {
@@ -284,12 +282,12 @@ fn read_at_clock(clock: Clock, next: Option<u64>) -> Read {
 /// set's earliest deadline, and a reclaim looks the key up again after.
 fn read_at(
     ctx: &Context,
-    key: &RedisString,
+    key: &impl KeyName,
     read: impl FnOnce(Option<u64>) -> Read,
     body: impl FnOnce(Option<&XSet>, u64) -> RedisResult,
 ) -> RedisResult {
     let clock = {
-        let handle = ctx.open_key(key);
+        let handle = Key::open(ctx, key, false, 0);
         let set = handle
             .get_value::<XSet>(&XSET_TYPE)
             .map_err(|_| RedisError::WrongType)?;
@@ -299,7 +297,7 @@ fn read_at(
         }
     };
     with_write(ctx, key, clock, |_| Ok(RedisValue::NoReply))?;
-    let handle = ctx.open_key(key);
+    let handle = Key::open(ctx, key, false, 0);
     body(
         handle
             .get_value::<XSet>(&XSET_TYPE)
@@ -328,9 +326,9 @@ pub enum Repair {
 /// to replicas and the AOF as `DEL` plus the commands that rebuild it, so
 /// they hold exactly what the primary holds; an empty or broken one is
 /// deleted and the deletion propagated. A replica only deletes.
-pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Repair {
-    let handle = ctx.open_key_writable(key);
-    let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) else {
+pub fn repair_after_panic(ctx: &Context, key: &impl KeyName, clock: Clock) -> Repair {
+    let handle = Key::open(ctx, key, true, 0);
+    let Ok(Some(set)) = handle.get_value_mut::<XSet>(&XSET_TYPE) else {
         return Repair::Nothing;
     };
     let whole = !set.is_empty()
@@ -376,7 +374,7 @@ pub fn repair_after_panic(ctx: &Context, key: &RedisString, clock: Clock) -> Rep
 /// are left alone.
 pub fn retrack(ctx: &Context, key: &[u8]) {
     let name = ctx.create_string(key);
-    let handle = ctx.open_key_with_flags(&name, KeyFlags::NOTOUCH);
+    let handle = Key::open(ctx, &name, false, raw::REDISMODULE_OPEN_KEY_NOTOUCH);
     if let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) {
         let db = server::selected_db(ctx);
         tracking::with(|t| t.relocate(db, key, None, set.next_deadline()));
@@ -395,8 +393,8 @@ pub fn expire_due(
     budget: Duration,
 ) -> usize {
     let name = ctx.create_string(key);
-    let handle = ctx.open_key_writable(&name);
-    let Ok(Some(set)) = handle.get_value::<XSet>(&XSET_TYPE) else {
+    let handle = Key::open(ctx, &name, true, 0);
+    let Ok(Some(set)) = handle.get_value_mut::<XSet>(&XSET_TYPE) else {
         // Gone or no longer an xset: the popped entry was stale.
         return 0;
     };
@@ -442,14 +440,14 @@ pub enum Kind {
 /// reclaimed (an exception to this file's rule for single-key commands).
 pub fn with_operands<R>(
     ctx: &Context,
-    keys: &[RedisString],
+    keys: &[CmdArg],
     copy: impl Fn(&[Kind]) -> bool,
     body: impl FnOnce(&[Input<'_>]) -> R,
 ) -> Result<R, RedisError> {
     let mut handles = Vec::with_capacity(keys.len());
     let mut kinds = Vec::with_capacity(keys.len());
     for key in keys {
-        let handle = ctx.open_key(key);
+        let handle = Key::open(ctx, key, false, 0);
         kinds.push(match handle.key_type() {
             KeyType::Empty => Kind::Missing,
             KeyType::Set => Kind::Plain,
@@ -504,11 +502,11 @@ pub fn with_operands<R>(
 /// `dest` was deleted) and tracks `dest` anew. Returns the members stored.
 pub fn replace_with(
     ctx: &Context,
-    dest: &RedisString,
+    dest: &impl KeyName,
     set: XSet,
     event: &CStr,
 ) -> RedisResult<usize> {
-    let handle = ctx.open_key_writable(dest);
+    let handle = Key::open(ctx, dest, true, 0);
     let db = server::selected_db(ctx);
     if let Ok(Some(old)) = handle.get_value::<XSet>(&XSET_TYPE) {
         let before = old.next_deadline();

@@ -19,15 +19,16 @@ use super::reply::int;
 use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::faults::{self, Fault};
+use crate::ffi::key::CmdArg;
 use crate::keyspace::{self, with_write};
 use crate::xset::{AddOutcome, Compare, Presence};
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 
 /// Members and absolute deadlines, one of them inline: an add of one
 /// member, the common case, allocates nothing to hold it.
-type Pairs<'a> = SmallVec<[(&'a RedisString, u64); 1]>;
+type Pairs<'a> = SmallVec<[(&'a CmdArg, u64); 1]>;
 
 /// A parsed add.
 struct AddRequest<'a> {
@@ -95,7 +96,7 @@ fn last_wins<'a>(mut pairs: Pairs<'a>, origin: Option<&mut Vec<usize>>) -> Pairs
 }
 
 fn parse_pairs<'a>(
-    data: &'a [RedisString],
+    data: &'a [CmdArg],
     unit: TimeUnit,
     now_ms: u64,
     cmd: &str,
@@ -109,11 +110,7 @@ fn parse_pairs<'a>(
 
 /// Parses `XSET.ADDEX`'s options from `args[pos]` on, then its `MEMBERS`
 /// block.
-fn parse_addex(
-    args: &[RedisString],
-    mut pos: usize,
-    now_ms: u64,
-) -> Result<AddRequest<'_>, RedisError> {
+fn parse_addex(args: &[CmdArg], mut pos: usize, now_ms: u64) -> Result<AddRequest<'_>, RedisError> {
     let mut presence = Presence::Any;
     let mut compare = Compare::Any;
     let mut unit = None;
@@ -121,7 +118,7 @@ fn parse_addex(
     let mut cap = None;
     let mut codes = false;
     let data = loop {
-        let Some(arg) = args.get(pos).map(RedisString::as_slice) else {
+        let Some(arg) = args.get(pos).map(CmdArg::as_slice) else {
             return Err(err(errors::SYNTAX));
         };
         let is = |w: &str| arg.eq_ignore_ascii_case(w.as_bytes());
@@ -220,7 +217,7 @@ fn merge_compare(old: Compare, new: Compare) -> Result<Compare, RedisError> {
 
 /// `XSET.ADD key member ttl [member ttl ...]`: replies the number of
 /// members that were absent (or expired) and are now present.
-pub fn xset_add(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_add(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let req = if args.len().is_multiple_of(2) && args.len() >= 4 {
         AddRequest::plain(parse_pairs(
             &args[2..],
@@ -239,12 +236,12 @@ pub fn xset_add(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResul
 
 /// `XSET.ADDEX key [NX|XX] [GT|LT] [EX|PX|EXAT|PXAT] [MAXLEN n] MEMBERS
 /// count member time [...]`: replies as `XSET.ADD`.
-pub fn xset_addex(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_addex(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let req = parse_addex(args, 2, clock.now_ms)?;
     run_add(ctx, &args[1], clock, req)
 }
 
-fn run_add(ctx: &Context, key: &RedisString, clock: Clock, req: AddRequest) -> RedisResult {
+fn run_add(ctx: &Context, key: &CmdArg, clock: Clock, req: AddRequest) -> RedisResult {
     let now_ms = clock.write_ms();
     let AddRequest {
         presence,

@@ -16,9 +16,10 @@ use super::reply::{WithTtl, bulk, int, pttl};
 use crate::clock::Clock;
 use crate::config;
 use crate::errors::{self, err};
+use crate::ffi::key::CmdArg;
 use crate::keyspace::{Kind, replace_with, with_operands};
 use crate::xset::algebra::{self, Input};
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
 
 /// Which operation a command runs.
@@ -61,10 +62,7 @@ impl Op {
 
 /// Splits `args[at..]` into the `numkeys` keys counted at `args[at]` and
 /// what follows them, with `SINTERCARD`'s errors.
-fn counted_keys(
-    args: &[RedisString],
-    at: usize,
-) -> Result<(&[RedisString], &[RedisString]), RedisError> {
+fn counted_keys(args: &[CmdArg], at: usize) -> Result<(&[CmdArg], &[CmdArg]), RedisError> {
     let Some(count) = args.get(at) else {
         return Err(err(errors::SYNTAX));
     };
@@ -81,7 +79,7 @@ fn counted_keys(
 }
 
 /// `XSET.INTER|UNION|DIFF numkeys key [key ...] [WITHTTL]`.
-fn read(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResult {
+fn read(ctx: &Context, args: &[CmdArg], clock: Clock, op: Op) -> RedisResult {
     let (keys, options) = counted_keys(args, 1)?;
     let with_ttl = match options {
         [] => false,
@@ -113,7 +111,7 @@ fn read(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResul
 
 /// `XSET.INTERSTORE|UNIONSTORE|DIFFSTORE destination numkeys key [key
 /// ...]`: the stored cardinality.
-fn store(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResult {
+fn store(ctx: &Context, args: &[CmdArg], clock: Clock, op: Op) -> RedisResult {
     let (keys, options) = counted_keys(args, 2)?;
     if !options.is_empty() {
         return Err(err(errors::SYNTAX));
@@ -132,40 +130,40 @@ fn store(ctx: &Context, args: &[RedisString], clock: Clock, op: Op) -> RedisResu
 
 /// `XSET.INTER numkeys key [key ...] [WITHTTL]`: members live in every
 /// key, each until the earliest of its deadlines.
-pub fn xset_inter(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_inter(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     read(ctx, args, clock, Op::Inter)
 }
 
 /// `XSET.UNION numkeys key [key ...] [WITHTTL]`: members live in any key,
 /// each until the latest of its deadlines.
-pub fn xset_union(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_union(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     read(ctx, args, clock, Op::Union)
 }
 
 /// `XSET.DIFF numkeys key [key ...] [WITHTTL]`: members of the first key in
 /// no other, with their deadlines in the first.
-pub fn xset_diff(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_diff(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     read(ctx, args, clock, Op::Diff)
 }
 
 /// `XSET.INTERSTORE destination numkeys key [key ...]`.
-pub fn xset_interstore(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_interstore(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     store(ctx, args, clock, Op::Inter)
 }
 
 /// `XSET.UNIONSTORE destination numkeys key [key ...]`.
-pub fn xset_unionstore(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_unionstore(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     store(ctx, args, clock, Op::Union)
 }
 
 /// `XSET.DIFFSTORE destination numkeys key [key ...]`.
-pub fn xset_diffstore(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_diffstore(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     store(ctx, args, clock, Op::Diff)
 }
 
 /// `XSET.INTERCARD numkeys key [key ...] [LIMIT limit]`: how many members
 /// are live in every key, counting up to `limit` (0: no limit).
-pub fn xset_intercard(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_intercard(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let (keys, options) = counted_keys(args, 1)?;
     let limit = match options {
         [] => usize::MAX,

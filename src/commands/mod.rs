@@ -22,19 +22,20 @@ pub mod write;
 
 use crate::clock::Clock;
 use crate::ffi::command::{Arg, CommandInfo, KeyAccess, KeySpec};
-use redis_module::{Context, RedisResult, RedisString};
+use crate::ffi::key::CmdArg;
+use redis_module::{Context, RedisResult};
 
 /// A command body: the context, all arguments (name first) and, for most,
 /// the clock.
 #[derive(Clone, Copy)]
 pub enum Body {
     /// Runs at the command's time (`Clock::of`, frozen in a transaction).
-    Timed(fn(&Context, &[RedisString], Clock) -> RedisResult),
+    Timed(fn(&Context, &[CmdArg], Clock) -> RedisResult),
     /// A read whose reply depends on time only through which members are
     /// live: it takes the time itself, and asks the server for the
     /// context's flags only when a member of its set is due
     /// ([`crate::keyspace::with_live_read`]).
-    Live(fn(&Context, &[RedisString]) -> RedisResult),
+    Live(fn(&Context, &[CmdArg]) -> RedisResult),
 }
 
 /// One command: everything the server and its users learn about it.
@@ -671,13 +672,13 @@ pub fn by_index(index: usize) -> Option<&'static CommandSpec> {
 /// `XSET.DEBUG-PANIC`: panics inside a command body, so the tests can prove
 /// that no panic crosses into the server.
 #[cfg(feature = "fault-injection")]
-fn debug_panic(_ctx: &Context, _args: &[RedisString], _clock: Clock) -> RedisResult {
+fn debug_panic(_ctx: &Context, _args: &[CmdArg], _clock: Clock) -> RedisResult {
     panic!("fault injected by XSET.DEBUG-PANIC");
 }
 
 /// `XSET.DEBUG-FAULT point`: arms a fault point of [`crate::faults`].
 #[cfg(feature = "fault-injection")]
-fn debug_fault(_ctx: &Context, args: &[RedisString], _clock: Clock) -> RedisResult {
+fn debug_fault(_ctx: &Context, args: &[CmdArg], _clock: Clock) -> RedisResult {
     if crate::faults::arm(args[1].as_slice()) {
         Ok(redis_module::RedisValue::SimpleStringStatic("OK"))
     } else {

@@ -5,8 +5,9 @@
 //! touches a key: a command that fails here has changed nothing.
 
 use crate::errors::{self, err};
+use crate::ffi::key::CmdArg;
 use crate::xset::{Bound, BoundValue, MAX_DEADLINE_MS, Window, string2ll};
-use redis_module::{RedisError, RedisString, RedisValue};
+use redis_module::{RedisError, RedisValue};
 
 /// Parses a signed 64-bit integer exactly as Redis does ([`string2ll`]):
 /// optional `-`, no `+`, no spaces, no leading zeros.
@@ -47,7 +48,7 @@ pub fn parse_bound(bytes: &[u8]) -> Result<Bound, RedisError> {
 }
 
 /// Parses the `min max` bounds of a deadline window.
-pub fn parse_window(min: &RedisString, max: &RedisString) -> Result<Window, RedisError> {
+pub fn parse_window(min: &CmdArg, max: &CmdArg) -> Result<Window, RedisError> {
     Ok(Window::new(
         parse_bound(min.as_slice())?,
         parse_bound(max.as_slice())?,
@@ -55,7 +56,7 @@ pub fn parse_window(min: &RedisString, max: &RedisString) -> Result<Window, Redi
 }
 
 /// Whether `arg` is the keyword `kw`, in any case.
-pub fn is(arg: &RedisString, kw: &str) -> bool {
+pub fn is(arg: &CmdArg, kw: &str) -> bool {
     arg.as_slice().eq_ignore_ascii_case(kw.as_bytes())
 }
 
@@ -66,10 +67,10 @@ pub fn is(arg: &RedisString, kw: &str) -> bool {
 /// count that is not a positive integer, or that does not match what
 /// follows, says so.
 pub fn members_block(
-    args: &[RedisString],
+    args: &[CmdArg],
     pos: usize,
     per_member: usize,
-) -> Result<&[RedisString], RedisError> {
+) -> Result<&[CmdArg], RedisError> {
     if !args.get(pos).is_some_and(|a| is(a, "MEMBERS")) {
         return Err(err(errors::SYNTAX));
     }
@@ -90,14 +91,14 @@ pub fn members_block(
 /// the argument count alone, so a member may be spelt like any keyword.
 pub enum Target<'a> {
     /// `member`: the reply is one integer.
-    One(&'a RedisString),
+    One(&'a CmdArg),
     /// `MEMBERS count member ...`: the reply is an array.
-    Many(&'a [RedisString]),
+    Many(&'a [CmdArg]),
 }
 
 impl<'a> Target<'a> {
     /// Parses the target starting at `args[pos]`.
-    pub fn parse(args: &'a [RedisString], pos: usize) -> Result<Target<'a>, RedisError> {
+    pub fn parse(args: &'a [CmdArg], pos: usize) -> Result<Target<'a>, RedisError> {
         if args.len() == pos + 1 {
             return Ok(Target::One(&args[pos]));
         }
@@ -105,7 +106,7 @@ impl<'a> Target<'a> {
     }
 
     /// The members, in order.
-    pub fn members(&self) -> &'a [RedisString] {
+    pub fn members(&self) -> &'a [CmdArg] {
         match *self {
             Target::One(m) => std::slice::from_ref(m),
             Target::Many(ms) => ms,
@@ -157,7 +158,7 @@ pub fn to_deadline(value: i64, unit: TimeUnit, now_ms: u64) -> Option<u64> {
 
 /// Parses a time for `cmd` (an add): it must be positive and not overflow.
 pub fn add_deadline(
-    arg: &RedisString,
+    arg: &CmdArg,
     unit: TimeUnit,
     now_ms: u64,
     cmd: &str,

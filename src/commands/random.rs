@@ -18,8 +18,9 @@ use super::parse::{is, parse_i64};
 use super::reply::{WithTtl, bulk, pttl, stream_members};
 use crate::clock::Clock;
 use crate::errors::{self, err};
+use crate::ffi::key::CmdArg;
 use crate::keyspace::{self, with_read, with_write};
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
@@ -78,7 +79,7 @@ fn single_reply<M: AsRef<[u8]>>(found: Option<&M>) -> RedisValue {
 /// follows each member with its TTL in milliseconds. O(1) without a count,
 /// O(count) with one; O(n) in a small set, for a count above a third of
 /// the set, or a set mostly expired or vacant.
-pub fn xset_randmember(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_randmember(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let (count, with_ttl) = match &args[2..] {
         [] => (None, false),
         [count] => (Some(parse_i64(count.as_slice())?), false),
@@ -123,7 +124,7 @@ pub fn xset_randmember(ctx: &Context, args: &[RedisString], clock: Clock) -> Red
 }
 
 /// `XSET.POP`'s count: a non-negative integer, with `SPOP`'s errors.
-fn pop_count(arg: &RedisString) -> Result<usize, RedisError> {
+fn pop_count(arg: &CmdArg) -> Result<usize, RedisError> {
     let n = parse_i64(arg.as_slice())?;
     usize::try_from(n).map_err(|_| err(errors::OUT_OF_RANGE_POSITIVE))
 }
@@ -135,7 +136,7 @@ fn pop_count(arg: &RedisString) -> Result<usize, RedisError> {
 /// goes when its last member does. Propagated as `XSET.REM` of the members
 /// returned; emits `xset.rem`. O(log n) for each member popped; at random,
 /// O(n) for a count above a third of the set or a set mostly expired.
-pub fn xset_pop(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_pop(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let (count, soonest) = match &args[2..] {
         [] => (None, false),
         [word] if is(word, "SOONEST") => (None, true),

@@ -7,12 +7,13 @@ use super::parse::{Target, is, parse_i64, parse_u64, parse_window};
 use super::reply::{WithTtl, bulk, int, pttl};
 use crate::clock::Clock;
 use crate::errors::{self, err};
+use crate::ffi::key::CmdArg;
 use crate::keyspace::{with_live_read, with_read};
 use crate::xset::{NO_DEADLINE, Window, XSet, glob_match};
-use redis_module::{Context, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisResult, RedisValue};
 
 /// `XSET.HAS key member`: 1 if live, else 0. O(1).
-pub fn xset_has(ctx: &Context, args: &[RedisString]) -> RedisResult {
+pub fn xset_has(ctx: &Context, args: &[CmdArg]) -> RedisResult {
     with_live_read(ctx, &args[1], |set, now_ms| {
         let live = set.is_some_and(|s| s.contains(args[2].as_slice(), now_ms));
         Ok(RedisValue::Integer(i64::from(live)))
@@ -21,7 +22,7 @@ pub fn xset_has(ctx: &Context, args: &[RedisString]) -> RedisResult {
 
 /// `XSET.MHAS key member [member ...]`: an array of 1/0, one per member, in
 /// order. O(k).
-pub fn xset_mhas(ctx: &Context, args: &[RedisString]) -> RedisResult {
+pub fn xset_mhas(ctx: &Context, args: &[CmdArg]) -> RedisResult {
     with_live_read(ctx, &args[1], |set, now_ms| {
         let replies = args[2..]
             .iter()
@@ -36,7 +37,7 @@ pub fn xset_mhas(ctx: &Context, args: &[RedisString]) -> RedisResult {
 
 /// `XSET.CARD key`: the number of live members. O(1) on a primary (due
 /// members were just reclaimed); O(log n + expired) on a replica.
-pub fn xset_card(ctx: &Context, args: &[RedisString]) -> RedisResult {
+pub fn xset_card(ctx: &Context, args: &[CmdArg]) -> RedisResult {
     with_live_read(ctx, &args[1], |set, now_ms| {
         Ok(int(set.map_or(0, |s| s.live_len(now_ms))))
     })
@@ -45,7 +46,7 @@ pub fn xset_card(ctx: &Context, args: &[RedisString]) -> RedisResult {
 /// `XSET.COUNT key min max`: the number of live members whose deadline lies
 /// in the window (bounds as in `BYDEADLINE`). Large: O(log n + min(m, n -
 /// m)/127) for m members in the window; small: O(n).
-pub fn xset_count(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_count(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let window = parse_window(&args[2], &args[3])?;
     with_read(ctx, &args[1], clock, |set| {
         Ok(int(set.map_or(0, |s| s.count_window(window, clock.now_ms))))
@@ -58,7 +59,7 @@ pub fn xset_count(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisRes
 /// lies in the window when `BYDEADLINE` is given (right after the key, bounds
 /// in that order even with `REV`). `WITHTTL` follows each member with its TTL
 /// in milliseconds (-1: no deadline). O(log n + offset + count).
-pub fn xset_members(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_members(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let mut window = Window::ALL;
     let mut rev = false;
     let mut with_ttl = false;
@@ -135,7 +136,7 @@ fn time_reply(set: Option<&XSet>, member: &[u8], now_ms: u64, what: TimeReply) -
 
 /// The TTL family: `CMD key member` replies one integer; `CMD key MEMBERS n
 /// m1 .. mn` replies an array. -2: no such (live) member; -1: no deadline.
-fn ttl_family(ctx: &Context, args: &[RedisString], clock: Clock, what: TimeReply) -> RedisResult {
+fn ttl_family(ctx: &Context, args: &[CmdArg], clock: Clock, what: TimeReply) -> RedisResult {
     let target = Target::parse(args, 2)?;
     with_read(ctx, &args[1], clock, |set| {
         let codes = target
@@ -148,24 +149,24 @@ fn ttl_family(ctx: &Context, args: &[RedisString], clock: Clock, what: TimeReply
 }
 
 /// `XSET.TTL`: seconds left. O(1) per member.
-pub fn xset_ttl(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_ttl(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     ttl_family(ctx, args, clock, TimeReply::TtlSeconds)
 }
 
 /// `XSET.PTTL`: milliseconds left. O(1) per member.
-pub fn xset_pttl(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_pttl(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     ttl_family(ctx, args, clock, TimeReply::TtlMillis)
 }
 
 /// `XSET.EXPIRETIME`: the deadline as a Unix time in seconds. O(1) per
 /// member.
-pub fn xset_expiretime(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_expiretime(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     ttl_family(ctx, args, clock, TimeReply::AtSeconds)
 }
 
 /// `XSET.PEXPIRETIME`: the deadline as a Unix time in milliseconds. O(1)
 /// per member.
-pub fn xset_pexpiretime(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_pexpiretime(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     ttl_family(ctx, args, clock, TimeReply::AtMillis)
 }
 
@@ -174,7 +175,7 @@ pub fn xset_pexpiretime(ctx: &Context, args: &[RedisString], clock: Clock) -> Re
 /// its TTL in milliseconds). A member present for the whole scan is
 /// returned at least once, whatever happens to deadlines meanwhile. O(COUNT)
 /// per call.
-pub fn xset_scan(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_scan(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let cursor = parse_u64(args[2].as_slice()).ok_or_else(|| err(errors::INVALID_CURSOR))?;
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;

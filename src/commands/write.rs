@@ -15,15 +15,16 @@ use super::parse::{Target, TimeUnit, is, parse_i64, to_deadline};
 use super::reply::int;
 use crate::clock::Clock;
 use crate::errors::{self, err};
+use crate::ffi::key::CmdArg;
 use crate::ffi::server::ContextFlags;
 use crate::keyspace::{self, with_write};
 use crate::xset::{ExpireCondition, ExpireOutcome, PersistOutcome};
-use redis_module::{Context, RedisResult, RedisString};
+use redis_module::{Context, RedisResult};
 
 /// `XSET.REM key member [member ...]`: replies how many live members were
 /// removed. An expired member still stored is reclaimed but not counted.
 /// O(k log n).
-pub fn xset_rem(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_rem(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let key = &args[1];
     let now_ms = clock.write_ms();
     with_write(ctx, key, clock, |set| {
@@ -54,7 +55,7 @@ fn out_of_memory(ctx: &Context, clock: Clock) -> bool {
 
 fn expire_family(
     ctx: &Context,
-    args: &[RedisString],
+    args: &[CmdArg],
     clock: Clock,
     name: &str,
     unit: TimeUnit,
@@ -119,29 +120,29 @@ fn expire_family(
 /// `XSET.EXPIRE key seconds [NX|XX|GT|LT] <member|MEMBERS n member ...>`: per-member
 /// codes -2 (no such member), 0 (condition not met), 1 (set), 2 (removed:
 /// the time is not in the future). O(k log n).
-pub fn xset_expire(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_expire(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     expire_family(ctx, args, clock, "xset.expire", TimeUnit::Seconds)
 }
 
 /// `XSET.PEXPIRE`: as `XSET.EXPIRE`, in milliseconds.
-pub fn xset_pexpire(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_pexpire(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     expire_family(ctx, args, clock, "xset.pexpire", TimeUnit::Millis)
 }
 
 /// `XSET.EXPIREAT`: as `XSET.EXPIRE`, at a Unix time in seconds.
-pub fn xset_expireat(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_expireat(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     expire_family(ctx, args, clock, "xset.expireat", TimeUnit::UnixSeconds)
 }
 
 /// `XSET.PEXPIREAT`: as `XSET.EXPIRE`, at a Unix time in milliseconds.
-pub fn xset_pexpireat(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_pexpireat(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     expire_family(ctx, args, clock, "xset.pexpireat", TimeUnit::UnixMillis)
 }
 
 /// `XSET.PERSIST key <member|MEMBERS n member ...>`: per-member codes -2
 /// (no such member), -1 (no deadline), 1 (deadline removed). O(log n) per
 /// member.
-pub fn xset_persist(ctx: &Context, args: &[RedisString], clock: Clock) -> RedisResult {
+pub fn xset_persist(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let key = &args[1];
     let target = Target::parse(args, 2)?;
     let now_ms = clock.write_ms();

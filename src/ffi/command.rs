@@ -7,9 +7,9 @@
 //! they are turned into the server's structures only while registering,
 //! which copies them (nothing is leaked).
 
-use redis_module::{Context, RedisResult, RedisString, raw};
+use super::key::{self, CmdArg, KeyName};
+use redis_module::{Context, RedisResult, raw};
 use std::ffi::{CString, c_char, c_int};
-use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
@@ -20,7 +20,7 @@ pub trait Dispatch {
     /// The error reply when a panic escapes [`Dispatch::run`].
     const PANIC_REPLY: &'static str;
     /// Runs command `index` on its arguments (the name first).
-    fn run(index: usize, ctx: &Context, args: &[RedisString]) -> RedisResult;
+    fn run(index: usize, ctx: &Context, args: &[CmdArg]) -> RedisResult;
     /// Where command `index`'s keys are. Commands whose keys are counted
     /// (`numkeys key [key ...]`) are asked for their key positions through
     /// the callback as well (see [`report_key_positions`]).
@@ -36,8 +36,9 @@ pub const MAX_COMMANDS: usize = 48;
 /// The callback for command `I` of `D`. Unlike the crate's handlers it does
 /// not copy the arguments into a vector of retained strings (an allocation,
 /// and a retain and a release per argument, on every call): the command
-/// borrows views of the server's own argument strings, which outlive the
-/// call. A panic that escapes `D::run` is caught and answered with an error.
+/// borrows the server's own argument strings as [`CmdArg`]s, which outlive
+/// the call. A panic that escapes `D::run` is caught and answered with an
+/// error.
 extern "C" fn trampoline<D: Dispatch, const I: usize>(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -55,10 +56,10 @@ extern "C" fn trampoline<D: Dispatch, const I: usize>(
         let _ = catch_unwind(AssertUnwindSafe(|| report_key_positions(ctx, specs, ptrs)));
         return raw::Status::Ok as c_int;
     }
-    let reply = catch_unwind(AssertUnwindSafe(|| {
-        with_borrowed_args(ctx, ptrs, |args| D::run(I, &context, args))
-    }))
-    .unwrap_or(Err(redis_module::RedisError::Str(D::PANIC_REPLY)));
+    // SAFETY: the server's argument strings live for the whole call.
+    let args = unsafe { key::args(ptrs) };
+    let reply = catch_unwind(AssertUnwindSafe(|| D::run(I, &context, args)))
+        .unwrap_or(Err(redis_module::RedisError::Str(D::PANIC_REPLY)));
     context.reply(reply) as c_int
 }
 
@@ -74,34 +75,6 @@ pub fn callback<D: Dispatch>(index: usize) -> Option<CommandFn> {
         24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47
     );
     all.get(index).copied()
-}
-
-/// Runs `f` on `RedisString` views of `ptrs` that are never released: the
-/// server owns the strings. Up to eight views live on the stack. This relies
-/// on `RedisString::from_redis_module_string` not retaining the string (as
-/// in redis-module 2.0.8, pinned by Cargo.lock), so that not dropping the
-/// views leaves every reference count as the server set it.
-fn with_borrowed_args<R>(
-    ctx: *mut raw::RedisModuleCtx,
-    ptrs: &[*mut raw::RedisModuleString],
-    f: impl FnOnce(&[RedisString]) -> R,
-) -> R {
-    const INLINE: usize = 8;
-    let view = |p| ManuallyDrop::new(RedisString::from_redis_module_string(ctx, p));
-    if ptrs.len() <= INLINE {
-        let inline: [ManuallyDrop<RedisString>; INLINE] =
-            std::array::from_fn(|i| view(ptrs.get(i).copied().unwrap_or(std::ptr::null_mut())));
-        f(as_strings(&inline[..ptrs.len()]))
-    } else {
-        let heap: Vec<ManuallyDrop<RedisString>> = ptrs.iter().map(|&p| view(p)).collect();
-        f(as_strings(&heap))
-    }
-}
-
-fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
-    // SAFETY: `ManuallyDrop<T>` is `repr(transparent)` over `T`, so the two
-    // slices have the same layout; the views are only read.
-    unsafe { &*(std::ptr::from_ref(views) as *const [RedisString]) }
 }
 
 /// How a command touches one of its keys, as key-spec flags say it. ACL
@@ -692,8 +665,8 @@ fn deadline_word(deadline_ms: u64) -> *mut raw::RedisModuleString {
 /// out.
 pub fn replicate_one_member_add(
     ctx: &Context,
-    key: &RedisString,
-    member: &RedisString,
+    key: &impl KeyName,
+    member: &impl KeyName,
     deadline_ms: u64,
 ) -> bool {
     let words = [0, 1, 2].map(|i| ADD_WORDS[i].load(Ordering::Relaxed));
@@ -713,11 +686,11 @@ pub fn replicate_one_member_add(
                 ctx.get_raw(),
                 c"XSET.ADDEX".as_ptr(),
                 c"sssssl".as_ptr(),
-                key.inner,
+                key.raw(),
                 pxat,
                 members,
                 one,
-                member.inner,
+                member.raw(),
                 deadline_ms as std::ffi::c_longlong,
             )
         } else {
@@ -725,11 +698,11 @@ pub fn replicate_one_member_add(
                 ctx.get_raw(),
                 c"XSET.ADDEX".as_ptr(),
                 c"ssssss".as_ptr(),
-                key.inner,
+                key.raw(),
                 pxat,
                 members,
                 one,
-                member.inner,
+                member.raw(),
                 deadline,
             )
         }

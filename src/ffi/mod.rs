@@ -25,6 +25,7 @@ macro_rules! api {
 
 pub mod alloc;
 pub mod command;
+pub mod key;
 pub mod load;
 pub mod reply;
 pub mod server;

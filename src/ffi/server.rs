@@ -3,6 +3,7 @@
 //! keyspace events, module options, and the subscriptions through which the
 //! server calls back in ([`ServerHooks`]).
 
+use super::key::KeyName;
 use redis_module::{Context, RedisString, raw};
 use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -116,10 +117,10 @@ pub fn publish(ctx: &Context, channel: &[u8], message: &[u8]) {
 
 /// Emits keyspace event `event` of class `class` for `key`, without the
 /// allocation the crate's wrapper makes for the event name.
-pub fn notify(ctx: &Context, class: raw::NotifyEvent, event: &CStr, key: &RedisString) {
+pub fn notify(ctx: &Context, class: raw::NotifyEvent, event: &CStr, key: &impl KeyName) {
     if let Some(f) = api!(RedisModule_NotifyKeyspaceEvent) {
         // SAFETY: `event` is NUL-terminated; `key` lives for the call.
-        unsafe { f(ctx.get_raw(), class.bits(), event.as_ptr(), key.inner) };
+        unsafe { f(ctx.get_raw(), class.bits(), event.as_ptr(), key.raw()) };
     }
 }
 
@@ -148,17 +149,17 @@ pub fn load_configs(ctx: &Context) {
 
 /// Tells the server that `key` in the selected database changed (`WATCH`,
 /// client-side caching).
-pub fn signal_modified(ctx: &Context, key: &RedisString) {
+pub fn signal_modified(ctx: &Context, key: &impl KeyName) {
     if let Some(f) = api!(RedisModule_SignalModifiedKey) {
         // SAFETY: `ctx` is a live command, timer or event context (each has
         // a client); `key` lives for the call.
-        unsafe { f(ctx.get_raw(), key.inner) };
+        unsafe { f(ctx.get_raw(), key.raw()) };
     }
 }
 
 /// The key's own expiry as an absolute Unix time in milliseconds; `None`
 /// when it has none or is missing. Does not touch the key's LRU/LFU.
-pub fn key_expires_at(ctx: &Context, key: &RedisString) -> Option<u64> {
+pub fn key_expires_at(ctx: &Context, key: &impl KeyName) -> Option<u64> {
     let (Some(open), Some(abs), Some(close)) = (
         api!(RedisModule_OpenKey),
         api!(RedisModule_GetAbsExpire),
@@ -170,7 +171,7 @@ pub fn key_expires_at(ctx: &Context, key: &RedisString) -> Option<u64> {
     // SAFETY: `ctx` and `key` are live for the call; the handle is closed
     // before returning and used only in between.
     let at = unsafe {
-        let handle = open(ctx.get_raw(), key.inner, mode).cast::<raw::RedisModuleKey>();
+        let handle = open(ctx.get_raw(), key.raw(), mode).cast::<raw::RedisModuleKey>();
         if handle.is_null() {
             return None;
         }
@@ -384,7 +385,7 @@ pub fn subscribe<H: ServerHooks>(ctx: &Context) -> Result<(), String> {
 /// `RedisModule_ScanKey` on a read-only handle of its own, which sees the
 /// whole set in one pass when nothing changes it meanwhile (a command
 /// runs alone).
-pub fn for_each_set_member<F: FnMut(&[u8])>(ctx: &Context, key: &RedisString, mut f: F) {
+pub fn for_each_set_member<F: FnMut(&[u8])>(ctx: &Context, key: &impl KeyName, mut f: F) {
     let (Some(open), Some(close), Some(key_type), Some(create), Some(destroy), Some(scan)) = (
         api!(RedisModule_OpenKey),
         api!(RedisModule_CloseKey),
@@ -424,7 +425,7 @@ pub fn for_each_set_member<F: FnMut(&[u8])>(ctx: &Context, key: &RedisString, mu
     // cursor are closed and destroyed before returning; `f` outlives every
     // ScanKey call that points at it.
     unsafe {
-        let handle = open(ctx.get_raw(), key.inner, raw::REDISMODULE_READ as c_int);
+        let handle = open(ctx.get_raw(), key.raw(), raw::REDISMODULE_READ as c_int);
         if handle.is_null() {
             return;
         }
