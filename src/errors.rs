@@ -7,6 +7,9 @@ pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const SYNTAX: &str = "ERR syntax error";
 pub const NX_AND_XX: &str = "ERR XX and NX options at the same time are not compatible";
 pub const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+/// `EXPIRE`'s wording for two of its conditions.
+pub const EXPIRE_CONDITIONS: &str =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
 pub const MEMBERS_COUNT_POSITIVE: &str = "ERR MEMBERS count must be a positive integer";
 pub const MEMBERS_COUNT_MISMATCH: &str =
     "ERR the MEMBERS count must match the number of members that follow";
@@ -60,6 +63,67 @@ pub fn invalid_expire(cmd: &str) -> RedisError {
 /// `ERR wrong number of arguments for '<cmd>' command`.
 pub fn arity(cmd: &str) -> RedisError {
     RedisError::String(format!("ERR wrong number of arguments for '{cmd}' command"))
+}
+
+/// The word a syntax error names, as the client typed it: printable
+/// ASCII kept, any other byte (a newline would break the reply) written
+/// `\xHH`, and cut after 64 bytes.
+fn word(w: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in w.iter().take(64) {
+        if (0x20..0x7f).contains(&b) && b != b'\\' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    if w.len() > 64 {
+        out.push_str("...");
+    }
+    out
+}
+
+/// Every syntax error names what was wrong after Redis's own prefix.
+fn syntax(detail: String) -> RedisError {
+    RedisError::String(format!("{SYNTAX}: {detail}"))
+}
+
+/// `ERR syntax error: unknown option 'W'`: a word where an option may
+/// stand that is none of the command's options.
+pub fn unknown_option(w: &[u8]) -> RedisError {
+    syntax(format!("unknown option '{}'", word(w)))
+}
+
+/// `ERR syntax error: 'W' given twice`: an option repeated.
+pub fn given_twice(w: &[u8]) -> RedisError {
+    syntax(format!("'{}' given twice", word(w)))
+}
+
+/// `ERR syntax error: 'W' conflicts with 'E'`: a second option of a group
+/// that takes one (`EX|PX|EXAT|PXAT`) where Redis has no wording of its
+/// own for the pair.
+pub fn conflicts(w: &[u8], earlier: &[u8]) -> RedisError {
+    syntax(format!("'{}' conflicts with '{}'", word(w), word(earlier)))
+}
+
+/// `ERR syntax error: value missing after 'W'`: an option that takes a
+/// value (`MAXLEN n`, `LIMIT offset count`) ends the command.
+pub fn value_missing(w: &[u8]) -> RedisError {
+    syntax(format!("value missing after '{}'", word(w)))
+}
+
+/// `ERR syntax error: 'W' must come right after the key`.
+pub fn after_key(w: &[u8]) -> RedisError {
+    syntax(format!("'{}' must come right after the key", word(w)))
+}
+
+/// `ERR syntax error: MEMBERS expected before 'W'` (or `at the end`): a
+/// member block must start where `W` stands.
+pub fn members_expected(before: Option<&[u8]>) -> RedisError {
+    match before {
+        Some(w) => syntax(format!("MEMBERS expected before '{}'", word(w))),
+        None => syntax("MEMBERS expected at the end".to_string()),
+    }
 }
 
 /// A fixed error reply.

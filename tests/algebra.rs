@@ -173,12 +173,18 @@ fn bad_arguments_are_errors_and_change_nothing() {
             &["XSET.INTER", "3", "a", "b"],
             "ERR Number of keys can't be greater than number of args",
         ),
-        (&["XSET.INTER", "1", "a", "WITHSCORES"], "ERR syntax error"),
+        (
+            &["XSET.INTER", "1", "a", "WITHSCORES"],
+            "ERR syntax error: unknown option 'WITHSCORES'",
+        ),
         (
             &["XSET.INTER", "1", "a", "WITHTTL", "WITHTTL"],
-            "ERR syntax error",
+            "ERR syntax error: 'WITHTTL' given twice",
         ),
-        (&["XSET.INTERCARD", "1", "a", "LIMIT"], "ERR syntax error"),
+        (
+            &["XSET.INTERCARD", "1", "a", "LIMIT"],
+            "ERR syntax error: value missing after 'LIMIT'",
+        ),
         (
             &["XSET.INTERCARD", "1", "a", "LIMIT", "-1"],
             "ERR LIMIT can't be negative",
@@ -189,12 +195,15 @@ fn bad_arguments_are_errors_and_change_nothing() {
         ),
         (
             &["XSET.INTERCARD", "1", "a", "LIMIT", "1", "LIMIT", "2"],
-            "ERR syntax error",
+            "ERR syntax error: 'LIMIT' given twice",
         ),
-        (&["XSET.INTERCARD", "1", "a", "WITHTTL"], "ERR syntax error"),
+        (
+            &["XSET.INTERCARD", "1", "a", "WITHTTL"],
+            "ERR syntax error: unknown option 'WITHTTL'",
+        ),
         (
             &["XSET.INTERSTORE", "dest", "1", "a", "WITHTTL"],
-            "ERR syntax error",
+            "ERR syntax error: unknown option 'WITHTTL'",
         ),
         (
             &["XSET.UNIONSTORE", "dest", "0", "a"],

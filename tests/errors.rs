@@ -10,6 +10,8 @@ use redis::{Connection, Value};
 
 const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 const SYNTAX: &str = "ERR syntax error";
+const EXPIRE_CONDITIONS: &str =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
 const NX_AND_XX: &str = "ERR XX and NX options at the same time are not compatible";
 const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
 const COUNT_POSITIVE: &str = "ERR MEMBERS count must be a positive integer";
@@ -24,6 +26,26 @@ const EXPIRE_FAMILY: &str = "XSET.EXPIRE XSET.PEXPIRE XSET.EXPIREAT XSET.PEXPIRE
 
 /// Integers Redis's `string2ll` refuses, separated by `|`.
 const BAD_INTS: &str = "+1|01|1.5| 1|1 ||-|-0|abc|9223372036854775808|-9223372036854775809";
+
+/// `ERR syntax error: unknown option 'w'`.
+fn unknown(w: &str) -> String {
+    format!("{SYNTAX}: unknown option '{w}'")
+}
+
+/// `ERR syntax error: 'w' given twice`.
+fn twice(w: &str) -> String {
+    format!("{SYNTAX}: '{w}' given twice")
+}
+
+/// `ERR syntax error: value missing after 'w'`.
+fn missing(w: &str) -> String {
+    format!("{SYNTAX}: value missing after '{w}'")
+}
+
+/// `ERR syntax error: MEMBERS expected before 'w'`.
+fn members_before(w: &str) -> String {
+    format!("{SYNTAX}: MEMBERS expected before '{w}'")
+}
 
 fn arity(cmd: &str) -> String {
     let cmd = cmd.to_lowercase();
@@ -170,9 +192,10 @@ fn arity_errors() {
         // Pairs only: an odd count is an arity error, as for HSET.
         "XSET.ADD k a 10 b",
         "XSET.ADD new a 10 b 20 c",
-        "XSET.ADDEX k MEMBERS",
-        "XSET.ADDEX k MEMBERS 1",
-        "XSET.ADDEX k MEMBERS 1 a",
+        // XSET.ADDEX k MEMBERS ... gets the module's count errors
+        // (`addex_without_members_says_members_is_expected`).
+        "XSET.ADDEX",
+        "XSET.ADDEX k",
         "XSET.HAS k",
         "XSET.HAS k a b",
         "XSET.MHAS k",
@@ -304,23 +327,35 @@ fn syntax_errors() {
     let (_s, mut c) = fixture();
     let mut cases = vec![
         // XSET.ADDEX: a misspelt or unknown option is an error, never data.
-        case("XSET.ADDEX k NX FOO MEMBERS 1 a 10", SYNTAX),
-        case("XSET.ADDEX k MAXLEN 5 BAR MEMBERS 1 a 10", SYNTAX),
-        case("XSET.ADDEX t MAXLN 3 MEMBERS 1 /a 10", SYNTAX),
-        case("XSET.ADDEX k NX a 10 b", SYNTAX),
-        case("XSET.ADDEX k NX EX a 10", SYNTAX),
-        case("XSET.ADDEX k a 10 b 20", SYNTAX),
-        case("XSET.ADDEX k EX PX MEMBERS 1 a 1", SYNTAX),
+        case("XSET.ADDEX k NX FOO MEMBERS 1 a 10", unknown("FOO")),
+        case("XSET.ADDEX k MAXLEN 5 BAR MEMBERS 1 a 10", unknown("BAR")),
+        case("XSET.ADDEX t MAXLN 3 MEMBERS 1 /a 10", unknown("MAXLN")),
+        case("XSET.ADDEX k NX a 10 b", members_before("a")),
+        case("XSET.ADDEX k NX EX a 10", members_before("a")),
+        case("XSET.ADDEX k a 10 b 20", members_before("a")),
+        case(
+            "XSET.ADDEX k EX PX MEMBERS 1 a 1",
+            format!("{SYNTAX}: 'PX' conflicts with 'EX'"),
+        ),
         case("XSET.ADDEX k NX EX MAXLEN 5 MEMBERS", COUNT_POSITIVE),
         // An option given twice is a syntax error, whatever it is.
-        case("XSET.ADDEX k NX NX MEMBERS 1 a 10", SYNTAX),
-        case("XSET.ADDEX k GT GT MEMBERS 1 a 10", SYNTAX),
-        case("XSET.ADDEX k MAXLEN 5 MAXLEN 6 MEMBERS 1 a 10", SYNTAX),
-        case("XSET.ADDEX k CAP 2 CAP x MEMBERS 1 a 10", SYNTAX),
+        case("XSET.ADDEX k NX NX MEMBERS 1 a 10", twice("NX")),
+        case("XSET.ADDEX k GT GT MEMBERS 1 a 10", twice("GT")),
+        case(
+            "XSET.ADDEX k MAXLEN 5 MAXLEN 6 MEMBERS 1 a 10",
+            twice("MAXLEN"),
+        ),
+        case("XSET.ADDEX k CAP 2 CAP x MEMBERS 1 a 10", twice("CAP")),
         case("XSET.ADDEX k CAP x CAP 2 MEMBERS 1 a 10", NOT_INTEGER),
-        case("XSET.ADDEX k PX EXAT MEMBERS 1 a 10", SYNTAX),
-        case("XSET.ADDEX k EX EX MEMBERS 1 a 10", SYNTAX),
-        case("XSET.ADDEX k PXAT px MEMBERS 1 a 10", SYNTAX),
+        case(
+            "XSET.ADDEX k PX EXAT MEMBERS 1 a 10",
+            format!("{SYNTAX}: 'EXAT' conflicts with 'PX'"),
+        ),
+        case("XSET.ADDEX k EX EX MEMBERS 1 a 10", twice("EX")),
+        case(
+            "XSET.ADDEX k PXAT px MEMBERS 1 a 10",
+            format!("{SYNTAX}: 'px' conflicts with 'PXAT'"),
+        ),
         case("XSET.ADDEX k NX XX MEMBERS 1 a 10", NX_AND_XX),
         case("XSET.ADDEX k xx GT nx MEMBERS 1 a 10", NX_AND_XX),
         case("XSET.ADDEX k GT LT MEMBERS 1 a 10", GT_LT_NX),
@@ -345,15 +380,15 @@ fn syntax_errors() {
         ),
         case("XSET.ADDEX k MAXLEN 0 MEMBERS 1 a 10", MAXLEN_POSITIVE),
         case("XSET.ADDEX k MAXLEN -3 MEMBERS 1 a 10", MAXLEN_POSITIVE),
-        case("XSET.ADDEX k NX NX NX MAXLEN", SYNTAX),
+        case("XSET.ADDEX k NX NX NX MAXLEN", twice("NX")),
         case("XSET.ADDEX k MAXLEN MEMBERS 1 a 10", NOT_INTEGER),
         // XSET.MEMBERS.
-        case("XSET.MEMBERS k FOO", SYNTAX),
-        case("XSET.MEMBERS k REV BAR", SYNTAX),
-        case("XSET.MEMBERS k LIMIT", SYNTAX),
-        case("XSET.MEMBERS k LIMIT 0", SYNTAX),
-        case("XSET.MEMBERS k WITHTTL LIMIT 1", SYNTAX),
-        case("XSET.MEMBERS k LIMIT 0 1 EXTRA", SYNTAX),
+        case("XSET.MEMBERS k FOO", unknown("FOO")),
+        case("XSET.MEMBERS k REV BAR", unknown("BAR")),
+        case("XSET.MEMBERS k LIMIT", missing("LIMIT")),
+        case("XSET.MEMBERS k LIMIT 0", missing("LIMIT")),
+        case("XSET.MEMBERS k WITHTTL LIMIT 1", missing("LIMIT")),
+        case("XSET.MEMBERS k LIMIT 0 1 EXTRA", unknown("EXTRA")),
         // XSET.SCAN.
         case("XSET.SCAN k abc", INVALID_CURSOR),
         case("XSET.SCAN k -1", INVALID_CURSOR),
@@ -361,13 +396,13 @@ fn syntax_errors() {
         case("XSET.SCAN k 18446744073709551616", INVALID_CURSOR),
         case("XSET.SCAN k 0 COUNT 0", SYNTAX),
         case("XSET.SCAN k 0 COUNT -1", SYNTAX),
-        case("XSET.SCAN k 0 COUNT", SYNTAX),
-        case("XSET.SCAN k 0 MATCH", SYNTAX),
-        case("XSET.SCAN k 0 WITHTTL FOO", SYNTAX),
-        case("XSET.SCAN k 0 MATCH * COUNT 5 EXTRA", SYNTAX),
+        case("XSET.SCAN k 0 COUNT", missing("COUNT")),
+        case("XSET.SCAN k 0 MATCH", missing("MATCH")),
+        case("XSET.SCAN k 0 WITHTTL FOO", unknown("FOO")),
+        case("XSET.SCAN k 0 MATCH * COUNT 5 EXTRA", unknown("EXTRA")),
         // XSET.PERSIST.
-        case("XSET.PERSIST k a b c", SYNTAX),
-        case("XSET.PERSIST k FIELDS 1 a", SYNTAX),
+        case("XSET.PERSIST k a b c", members_before("a")),
+        case("XSET.PERSIST k FIELDS 1 a", members_before("FIELDS")),
         case("XSET.PERSIST k MEMBERS 0 a", COUNT_POSITIVE),
         case("XSET.PERSIST k MEMBERS -2 a b", COUNT_POSITIVE),
         case("XSET.PERSIST k MEMBERS 2 a", COUNT_MISMATCH),
@@ -376,8 +411,8 @@ fn syntax_errors() {
     ];
     for n in TTL_FAMILY.split(' ') {
         cases.extend([
-            case(&format!("{n} k FOO 1 a"), SYNTAX),
-            case(&format!("{n} k a b"), SYNTAX),
+            case(&format!("{n} k FOO 1 a"), members_before("FOO")),
+            case(&format!("{n} k a b"), members_before("a")),
             case(&format!("{n} k MEMBERS 1"), COUNT_MISMATCH),
             case(&format!("{n} k MEMBERS 0 a"), COUNT_POSITIVE),
             case(&format!("{n} k MEMBERS 2 a"), COUNT_MISMATCH),
@@ -386,11 +421,11 @@ fn syntax_errors() {
     }
     for n in EXPIRE_FAMILY.split(' ') {
         cases.extend([
-            case(&format!("{n} k 10 a b c"), SYNTAX),
-            case(&format!("{n} k 10 a b"), SYNTAX),
+            case(&format!("{n} k 10 a b c"), members_before("a")),
+            case(&format!("{n} k 10 a b"), members_before("a")),
             case(&format!("{n} k 10 MEMBERS 1"), COUNT_MISMATCH),
-            case(&format!("{n} k 10 FOO MEMBERS 1 a"), SYNTAX),
-            case(&format!("{n} k 10 NX XX MEMBERS 1 a"), SYNTAX),
+            case(&format!("{n} k 10 FOO MEMBERS 1 a"), unknown("FOO")),
+            case(&format!("{n} k 10 NX XX MEMBERS 1 a"), EXPIRE_CONDITIONS),
             case(&format!("{n} k 10 GT MEMBERS 1 a EXTRA"), COUNT_MISMATCH),
             case(&format!("{n} k 10 MEMBERS 0 a"), COUNT_POSITIVE),
             case(&format!("{n} k 10 LT MEMBERS -1 a"), COUNT_POSITIVE),
@@ -529,4 +564,107 @@ fn limits_just_inside_are_accepted() {
     assert_eq!(run::<i64>(&mut c, add_secs), 1);
     assert_eq!(run::<i64>(&mut c, "XSET.CARD k"), 3);
     assert_eq!(run::<String>(&mut c, "PING"), "PONG");
+}
+
+/// Issue 31: a syntax error names the word that was wrong, in every command
+/// that takes options, and the same mistake reads the same everywhere.
+#[test]
+fn syntax_errors_name_the_word_in_every_command() {
+    let (_s, mut c) = fixture();
+    let cases = vec![
+        // Unknown options.
+        case("XSET.ADDEX k MAXLN 3 MEMBERS 1 a 10", unknown("MAXLN")),
+        case("XSET.MEMBERS k REVERSE", unknown("REVERSE")),
+        case("XSET.SCAN k 0 MATCHES a*", unknown("MATCHES")),
+        case("XSET.RANDMEMBER k 2 WITHTTLS", unknown("WITHTTLS")),
+        case("XSET.POP k 2 SOONES", unknown("SOONES")),
+        case("XSET.EXPIRE k 10 NXX MEMBERS 1 a", unknown("NXX")),
+        case("XSET.INTER 1 k WITHSCORES", unknown("WITHSCORES")),
+        case("XSET.UNIONSTORE d 1 k WITHTTL", unknown("WITHTTL")),
+        case("XSET.INTERCARD 1 k LIMITS 1", unknown("LIMITS")),
+        // Repeated options.
+        case("XSET.ADDEX k NX NX MEMBERS 1 a 10", twice("NX")),
+        case("XSET.ADDEX k CODES codes MEMBERS 1 a 10", twice("codes")),
+        case("XSET.MEMBERS k REV REV", twice("REV")),
+        case("XSET.MEMBERS k WITHTTL LIMIT 0 1 WITHTTL", twice("WITHTTL")),
+        case("XSET.MEMBERS k LIMIT 0 1 LIMIT 0 2", twice("LIMIT")),
+        case("XSET.SCAN k 0 COUNT 1 COUNT 2", twice("COUNT")),
+        case("XSET.SCAN k 0 MATCH a MATCH b", twice("MATCH")),
+        case("XSET.SCAN k 0 WITHTTL WITHTTL", twice("WITHTTL")),
+        case("XSET.RANDMEMBER k 2 WITHTTL WITHTTL", twice("WITHTTL")),
+        case("XSET.POP k SOONEST SOONEST", twice("SOONEST")),
+        case("XSET.POP k 1 SOONEST SOONEST", twice("SOONEST")),
+        case("XSET.EXPIRE k 10 NX NX MEMBERS 1 a", twice("NX")),
+        case("XSET.PEXPIREAT k 10 gt GT MEMBERS 1 a", twice("GT")),
+        case("XSET.DIFF 1 k WITHTTL WITHTTL", twice("WITHTTL")),
+        case("XSET.INTERCARD 1 k LIMIT 1 LIMIT 2", twice("LIMIT")),
+        // An option without its value.
+        case("XSET.ADDEX k MAXLEN", missing("MAXLEN")),
+        case("XSET.ADDEX k NX CAP", missing("CAP")),
+        case("XSET.MEMBERS k BYDEADLINE 0", missing("BYDEADLINE")),
+        case("XSET.SCAN k 0 MATCH", missing("MATCH")),
+        case("XSET.INTERCARD 1 k LIMIT", missing("LIMIT")),
+        // A known option out of its place.
+        case(
+            "XSET.MEMBERS k REV BYDEADLINE 0 1",
+            format!("{SYNTAX}: 'BYDEADLINE' must come right after the key"),
+        ),
+        // Two conditions of the EXPIRE family: EXPIRE's own wording.
+        case("XSET.EXPIRE k 10 GT LT MEMBERS 1 a", EXPIRE_CONDITIONS),
+        // A word that cannot be shown as typed is escaped, on one line.
+        case("XSET.MEMBERS k a\\b", unknown("a\\x5cb")),
+    ];
+    expect_errors(&mut c, &cases);
+    // A newline in the word never reaches the reply as a newline.
+    let e = err(&mut c, c!["XSET.MEMBERS", "k", "a\r\nb"]);
+    assert_eq!(e, unknown("a\\x0d\\x0ab"));
+}
+
+/// Issue 31: `XSET.ADDEX` without its `MEMBERS` block says so, where the
+/// block should have started, instead of the server's arity error.
+#[test]
+fn addex_without_members_says_members_is_expected() {
+    let (_s, mut c) = fixture();
+    let cases = vec![
+        case("XSET.ADDEX k NX 60", members_before("60")),
+        case("XSET.ADDEX k a 10", members_before("a")),
+        case("XSET.ADDEX k EX a 10", members_before("a")),
+        case(
+            "XSET.ADDEX k NX",
+            format!("{SYNTAX}: MEMBERS expected at the end"),
+        ),
+        case(
+            "XSET.ADDEX k NX EX MAXLEN 3",
+            format!("{SYNTAX}: MEMBERS expected at the end"),
+        ),
+        case("XSET.ADDEX k", arity("XSET.ADDEX")),
+        // A short block gets the count errors every member block gives.
+        case("XSET.ADDEX k MEMBERS", COUNT_POSITIVE),
+        case("XSET.ADDEX k MEMBERS 1", COUNT_MISMATCH),
+        case("XSET.ADDEX k MEMBERS 1 a", COUNT_MISMATCH),
+    ];
+    expect_errors(&mut c, &cases);
+}
+
+/// Issue 31: `MEMBERS 0`, a count with nothing after it, gets the module's
+/// count error in every command with a member block, never the server's
+/// arity error.
+#[test]
+fn members_zero_gets_the_same_error_everywhere() {
+    let (_s, mut c) = fixture();
+    let mut cases = vec![
+        case("XSET.ADDEX k MEMBERS 0", COUNT_POSITIVE),
+        case("XSET.ADDEX k NX MEMBERS 0", COUNT_POSITIVE),
+        case("XSET.PERSIST k MEMBERS 0", COUNT_POSITIVE),
+        case("XSET.ADDEX k MEMBERS", COUNT_POSITIVE),
+        case("XSET.PERSIST k MEMBERS 0 a", COUNT_POSITIVE),
+    ];
+    for n in TTL_FAMILY.split(' ') {
+        cases.push(case(&format!("{n} k MEMBERS 0"), COUNT_POSITIVE));
+    }
+    for n in EXPIRE_FAMILY.split(' ') {
+        cases.push(case(&format!("{n} k 10 MEMBERS 0"), COUNT_POSITIVE));
+        cases.push(case(&format!("{n} k 10 NX MEMBERS 0"), COUNT_POSITIVE));
+    }
+    expect_errors(&mut c, &cases);
 }

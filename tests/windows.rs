@@ -349,17 +349,25 @@ fn bad_bounds_are_errors_that_change_nothing() {
             MIN_MAX
         );
     }
-    for cmd in [
-        "XSET.MEMBERS k BYDEADLINE",
-        "XSET.MEMBERS k BYDEADLINE 1",
-        "XSET.MEMBERS k REV BYDEADLINE 1 2",
-        "XSET.MEMBERS k LIMIT 0 1 BYDEADLINE 1 2",
-        "XSET.MEMBERS k BYDEADLINE 1 2 BYDEADLINE 1 2",
-        "XSET.MEMBERS k BYDEADLINE 1 2 FOO",
-        "XSET.MEMBERS k BYDEADLINE 1 2 LIMIT 0",
-        "XSET.MEMBERS k BYDEADLINES 1 2",
+    let misplaced = format!("{SYNTAX}: 'BYDEADLINE' must come right after the key");
+    let missing = |w: &str| format!("{SYNTAX}: value missing after '{w}'");
+    for (cmd, want) in [
+        ("XSET.MEMBERS k BYDEADLINE", missing("BYDEADLINE")),
+        ("XSET.MEMBERS k BYDEADLINE 1", missing("BYDEADLINE")),
+        ("XSET.MEMBERS k REV BYDEADLINE 1 2", misplaced.clone()),
+        ("XSET.MEMBERS k LIMIT 0 1 BYDEADLINE 1 2", misplaced.clone()),
+        ("XSET.MEMBERS k BYDEADLINE 1 2 BYDEADLINE 1 2", misplaced),
+        (
+            "XSET.MEMBERS k BYDEADLINE 1 2 FOO",
+            format!("{SYNTAX}: unknown option 'FOO'"),
+        ),
+        ("XSET.MEMBERS k BYDEADLINE 1 2 LIMIT 0", missing("LIMIT")),
+        (
+            "XSET.MEMBERS k BYDEADLINES 1 2",
+            format!("{SYNTAX}: unknown option 'BYDEADLINES'"),
+        ),
     ] {
-        assert_eq!(fails(&mut c, cmd), SYNTAX, "{cmd}");
+        assert_eq!(fails(&mut c, cmd), want, "{cmd}");
     }
     // A missing value is read as the next word: REV is a bad bound.
     assert_eq!(fails(&mut c, "XSET.MEMBERS k BYDEADLINE 1 REV"), MIN_MAX);

@@ -14,7 +14,7 @@
 //! a loading server (its AOF) still reads that as `XSET.ADDEX`; on a
 //! primary an odd count is an arity error, as for `HSET`.
 
-use super::parse::{TimeUnit, add_deadline, members_block, parse_i64};
+use super::parse::{TimeUnit, add_deadline, members_block, not_members, once, parse_i64, value_of};
 use super::reply::int;
 use crate::clock::Clock;
 use crate::errors::{self, err};
@@ -109,45 +109,51 @@ fn parse_pairs<'a>(
 }
 
 /// Parses `XSET.ADDEX`'s options from `args[pos]` on, then its `MEMBERS`
-/// block.
+/// block. A syntax error names the word: an unknown option, one given
+/// twice, a second unit, an option without its value, or the missing
+/// `MEMBERS`.
 fn parse_addex(args: &[CmdArg], mut pos: usize, now_ms: u64) -> Result<AddRequest<'_>, RedisError> {
     let mut presence = Presence::Any;
     let mut compare = Compare::Any;
-    let mut unit = None;
+    let mut unit: Option<(TimeUnit, &CmdArg)> = None;
     let mut max_len = None;
     let mut cap = None;
     let mut codes = false;
     let data = loop {
-        let Some(arg) = args.get(pos).map(CmdArg::as_slice) else {
-            return Err(err(errors::SYNTAX));
+        let Some(word) = args.get(pos) else {
+            return Err(errors::members_expected(None));
         };
+        let arg = word.as_slice();
         let is = |w: &str| arg.eq_ignore_ascii_case(w.as_bytes());
-        let set_unit = |u| match unit {
-            None => Ok(Some(u)),
-            Some(_) => Err(err(errors::SYNTAX)),
+        let mut set_unit = |u| match unit {
+            None => {
+                unit = Some((u, word));
+                Ok(())
+            }
+            Some((old, _)) if old == u => Err(errors::given_twice(arg)),
+            Some((_, earlier)) => Err(errors::conflicts(arg, earlier.as_slice())),
         };
         if is("NX") {
-            presence = merge_presence(presence, Presence::OnlyNew)?;
+            presence = merge_presence(presence, Presence::OnlyNew, arg)?;
         } else if is("XX") {
-            presence = merge_presence(presence, Presence::OnlyExisting)?;
+            presence = merge_presence(presence, Presence::OnlyExisting, arg)?;
         } else if is("GT") {
-            compare = merge_compare(compare, Compare::Greater)?;
+            compare = merge_compare(compare, Compare::Greater, arg)?;
         } else if is("LT") {
-            compare = merge_compare(compare, Compare::Less)?;
+            compare = merge_compare(compare, Compare::Less, arg)?;
         } else if is("EX") {
-            unit = set_unit(TimeUnit::Seconds)?;
+            set_unit(TimeUnit::Seconds)?;
         } else if is("PX") {
-            unit = set_unit(TimeUnit::Millis)?;
+            set_unit(TimeUnit::Millis)?;
         } else if is("EXAT") {
-            unit = set_unit(TimeUnit::UnixSeconds)?;
+            set_unit(TimeUnit::UnixSeconds)?;
         } else if is("PXAT") {
-            unit = set_unit(TimeUnit::UnixMillis)?;
+            set_unit(TimeUnit::UnixMillis)?;
         } else if is("MAXLEN") {
             if max_len.is_some() {
-                return Err(err(errors::SYNTAX));
+                return Err(errors::given_twice(arg));
             }
-            let n = args.get(pos + 1).ok_or_else(|| err(errors::SYNTAX))?;
-            let n = parse_i64(n.as_slice())?;
+            let n = parse_i64(value_of(args, pos)?.as_slice())?;
             if n <= 0 {
                 return Err(err(errors::MAXLEN_POSITIVE));
             }
@@ -155,31 +161,27 @@ fn parse_addex(args: &[CmdArg], mut pos: usize, now_ms: u64) -> Result<AddReques
             pos += 1;
         } else if is("CAP") {
             if cap.is_some() {
-                return Err(err(errors::SYNTAX));
+                return Err(errors::given_twice(arg));
             }
-            let n = args.get(pos + 1).ok_or_else(|| err(errors::SYNTAX))?;
-            let n = parse_i64(n.as_slice())?;
+            let n = parse_i64(value_of(args, pos)?.as_slice())?;
             if n <= 0 {
                 return Err(err(errors::CAP_POSITIVE));
             }
             cap = Some(usize::try_from(n).unwrap_or(usize::MAX));
             pos += 1;
         } else if is("CODES") {
-            if codes {
-                return Err(err(errors::SYNTAX));
-            }
-            codes = true;
+            once(&mut codes, word)?;
         } else if is("MEMBERS") {
             break members_block(args, pos, 2)?;
         } else {
-            return Err(err(errors::SYNTAX));
+            return Err(not_members(args, pos));
         }
         pos += 1;
     };
     if presence == Presence::OnlyNew && compare != Compare::Any {
         return Err(err(errors::GT_LT_NX));
     }
-    let unit = unit.unwrap_or(TimeUnit::Seconds);
+    let unit = unit.map_or(TimeUnit::Seconds, |(u, _)| u);
     let pairs = parse_pairs(data, unit, now_ms, "xset.addex")?;
     let given = pairs.len();
     let mut origin = Vec::new();
@@ -196,21 +198,21 @@ fn parse_addex(args: &[CmdArg], mut pos: usize, now_ms: u64) -> Result<AddReques
     })
 }
 
-/// `NX`/`XX` given once: the same word twice is a syntax error, the other
-/// one Redis's own error for the pair.
-fn merge_presence(old: Presence, new: Presence) -> Result<Presence, RedisError> {
+/// `NX`/`XX` given once: the same word twice is a syntax error that names
+/// it, the other one Redis's own error for the pair.
+fn merge_presence(old: Presence, new: Presence, word: &[u8]) -> Result<Presence, RedisError> {
     match old {
         Presence::Any => Ok(new),
-        o if o == new => Err(err(errors::SYNTAX)),
+        o if o == new => Err(errors::given_twice(word)),
         _ => Err(err(errors::NX_AND_XX)),
     }
 }
 
 /// `GT`/`LT` given once, as [`merge_presence`].
-fn merge_compare(old: Compare, new: Compare) -> Result<Compare, RedisError> {
+fn merge_compare(old: Compare, new: Compare, word: &[u8]) -> Result<Compare, RedisError> {
     match old {
         Compare::Any => Ok(new),
-        o if o == new => Err(err(errors::SYNTAX)),
+        o if o == new => Err(errors::given_twice(word)),
         _ => Err(err(errors::GT_LT_NX)),
     }
 }

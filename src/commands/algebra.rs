@@ -11,7 +11,7 @@
 //! result with its absolute deadlines and propagates that, never the
 //! recipe.
 
-use super::parse::{is, parse_i64};
+use super::parse::{is, once, parse_i64, value_of};
 use super::reply::{WithTtl, bulk, int, pttl};
 use crate::clock::Clock;
 use crate::config;
@@ -81,11 +81,13 @@ fn counted_keys(args: &[CmdArg], at: usize) -> Result<(&[CmdArg], &[CmdArg]), Re
 /// `XSET.INTER|UNION|DIFF numkeys key [key ...] [WITHTTL]`.
 fn read(ctx: &Context, args: &[CmdArg], clock: Clock, op: Op) -> RedisResult {
     let (keys, options) = counted_keys(args, 1)?;
-    let with_ttl = match options {
-        [] => false,
-        [word] if is(word, "WITHTTL") => true,
-        _ => return Err(err(errors::SYNTAX)),
-    };
+    let mut with_ttl = false;
+    for word in options {
+        if !is(word, "WITHTTL") {
+            return Err(errors::unknown_option(word.as_slice()));
+        }
+        once(&mut with_ttl, word)?;
+    }
     let shape = WithTtl::for_client(ctx);
     with_operands(
         ctx,
@@ -113,8 +115,8 @@ fn read(ctx: &Context, args: &[CmdArg], clock: Clock, op: Op) -> RedisResult {
 /// ...]`: the stored cardinality.
 fn store(ctx: &Context, args: &[CmdArg], clock: Clock, op: Op) -> RedisResult {
     let (keys, options) = counted_keys(args, 2)?;
-    if !options.is_empty() {
-        return Err(err(errors::SYNTAX));
+    if let Some(word) = options.first() {
+        return Err(errors::unknown_option(word.as_slice()));
     }
     let limits = config::limits();
     // The result is copied out before the destination is opened: it may be
@@ -165,15 +167,21 @@ pub fn xset_diffstore(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResu
 /// are live in every key, counting up to `limit` (0: no limit).
 pub fn xset_intercard(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let (keys, options) = counted_keys(args, 1)?;
-    let limit = match options {
-        [] => usize::MAX,
-        [word, n] if is(word, "LIMIT") => parse_i64(n.as_slice())
+    let mut limit = usize::MAX;
+    let mut limited = false;
+    let mut pos = 0;
+    while let Some(word) = options.get(pos) {
+        if !is(word, "LIMIT") {
+            return Err(errors::unknown_option(word.as_slice()));
+        }
+        once(&mut limited, word)?;
+        limit = parse_i64(value_of(options, pos)?.as_slice())
             .ok()
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| err(errors::LIMIT_NEGATIVE))
-            .map(|n| if n == 0 { usize::MAX } else { n })?,
-        _ => return Err(err(errors::SYNTAX)),
-    };
+            .map(|n| if n == 0 { usize::MAX } else { n })?;
+        pos += 2;
+    }
     with_operands(
         ctx,
         keys,

@@ -310,7 +310,9 @@ pub const TABLE: &[CommandSpec] = &[
         run: Body::Timed(add::xset_addex),
         flags: "write deny-oom fast",
         acl: "write fast",
-        arity: -6,
+        // The key and one word: a shorter add without its `MEMBERS` block
+        // gets the module's error naming what is missing, not the server's.
+        arity: -3,
         keys: KEY_UPDATE,
         summary: "Adds members with conditions, a time unit, a length cap or limit, and per-member codes",
         complexity: "O(k log n) for k members",

@@ -63,16 +63,16 @@ pub fn is(arg: &CmdArg, kw: &str) -> bool {
 /// Parses `MEMBERS count item ...` starting at `args[pos]`, which must run
 /// to the end of the command, each item being `per_member` arguments (1 for
 /// members, 2 for member-time pairs). The same mistake gets the same error
-/// in every command: no `MEMBERS` where it must be is a syntax error; a
-/// count that is not a positive integer, or that does not match what
-/// follows, says so.
+/// in every command: no `MEMBERS` where it must be is a syntax error that
+/// names the word found there ([`not_members`]); a count that is not a
+/// positive integer, or that does not match what follows, says so.
 pub fn members_block(
     args: &[CmdArg],
     pos: usize,
     per_member: usize,
 ) -> Result<&[CmdArg], RedisError> {
     if !args.get(pos).is_some_and(|a| is(a, "MEMBERS")) {
-        return Err(err(errors::SYNTAX));
+        return Err(not_members(args, pos));
     }
     let count = args
         .get(pos + 1)
@@ -84,6 +84,35 @@ pub fn members_block(
         return Err(err(errors::MEMBERS_COUNT_MISMATCH));
     }
     Ok(rest)
+}
+
+/// The error for `args[pos]`, which is neither `MEMBERS` nor an option the
+/// command knows: an unknown option when a `MEMBERS` follows it (the
+/// block is there, this word is not an option), else the missing
+/// `MEMBERS` before it (or at the end, when the command ends there).
+pub fn not_members(args: &[CmdArg], pos: usize) -> RedisError {
+    match args.get(pos) {
+        None => errors::members_expected(None),
+        Some(w) if args[pos + 1..].iter().any(|a| is(a, "MEMBERS")) => {
+            errors::unknown_option(w.as_slice())
+        }
+        Some(w) => errors::members_expected(Some(w.as_slice())),
+    }
+}
+
+/// Remembers that option `word` was given: a second time is an error
+/// that names it.
+pub fn once(seen: &mut bool, word: &CmdArg) -> Result<(), RedisError> {
+    if std::mem::replace(seen, true) {
+        return Err(errors::given_twice(word.as_slice()));
+    }
+    Ok(())
+}
+
+/// The value after option `args[pos]`, or the error that names the option.
+pub fn value_of(args: &[CmdArg], pos: usize) -> Result<&CmdArg, RedisError> {
+    args.get(pos + 1)
+        .ok_or_else(|| errors::value_missing(args[pos].as_slice()))
 }
 
 /// The members a command names from `args[pos]` on: one member when it is

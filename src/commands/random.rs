@@ -84,7 +84,10 @@ pub fn xset_randmember(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisRes
         [] => (None, false),
         [count] => (Some(parse_i64(count.as_slice())?), false),
         [count, word] if is(word, "WITHTTL") => (Some(parse_i64(count.as_slice())?), true),
-        _ => return Err(err(errors::SYNTAX)),
+        [count, rest @ ..] => {
+            parse_i64(count.as_slice())?;
+            return Err(extra_word(rest, "WITHTTL", false));
+        }
     };
     if count.is_some_and(|n| n.unsigned_abs() > MAX_REPEATED && n < 0) {
         return Err(err(errors::OUT_OF_RANGE));
@@ -136,13 +139,36 @@ fn pop_count(arg: &CmdArg) -> Result<usize, RedisError> {
 /// goes when its last member does. Propagated as `XSET.REM` of the members
 /// returned; emits `xset.rem`. O(log n) for each member popped; at random,
 /// O(n) for a count above a third of the set or a set mostly expired.
+/// The error for `words`, where only `option` may stand, once (`seen`
+/// when it stood before them): the first that is another word, or it given
+/// twice.
+fn extra_word(words: &[CmdArg], option: &str, mut seen: bool) -> RedisError {
+    for w in words {
+        if !is(w, option) {
+            return errors::unknown_option(w.as_slice());
+        }
+        if std::mem::replace(&mut seen, true) {
+            return errors::given_twice(w.as_slice());
+        }
+    }
+    err(errors::SYNTAX)
+}
+
 pub fn xset_pop(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let (count, soonest) = match &args[2..] {
         [] => (None, false),
         [word] if is(word, "SOONEST") => (None, true),
         [count] => (Some(pop_count(count)?), false),
-        [count, word] if is(word, "SOONEST") => (Some(pop_count(count)?), true),
-        _ => return Err(err(errors::SYNTAX)),
+        [count, word] if is(word, "SOONEST") && !is(count, "SOONEST") => {
+            (Some(pop_count(count)?), true)
+        }
+        [first, rest @ ..] => {
+            let soonest = is(first, "SOONEST");
+            if !soonest {
+                pop_count(first)?;
+            }
+            return Err(extra_word(rest, "SOONEST", soonest));
+        }
     };
     let key = &args[1];
     let now_ms = clock.write_ms();

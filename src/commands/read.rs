@@ -3,7 +3,7 @@
 //! `XSET.SCAN`. None of them ever returns or counts a member whose deadline
 //! has passed.
 
-use super::parse::{Target, is, parse_i64, parse_u64, parse_window};
+use super::parse::{Target, is, once, parse_i64, parse_u64, parse_window, value_of};
 use super::reply::{WithTtl, bulk, int, pttl};
 use crate::clock::Clock;
 use crate::errors::{self, err};
@@ -68,23 +68,30 @@ pub fn xset_members(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult
     let mut pos = 2;
     if args.get(pos).is_some_and(|a| is(a, "BYDEADLINE")) {
         let (Some(min), Some(max)) = (args.get(pos + 1), args.get(pos + 2)) else {
-            return Err(err(errors::SYNTAX));
+            return Err(errors::value_missing(args[pos].as_slice()));
         };
         window = parse_window(min, max)?;
         pos += 3;
     }
+    let mut limit = false;
     while pos < args.len() {
         let arg = &args[pos];
         if is(arg, "REV") {
-            rev = true;
+            once(&mut rev, arg)?;
         } else if is(arg, "WITHTTL") {
-            with_ttl = true;
-        } else if is(arg, "LIMIT") && pos + 2 < args.len() {
+            once(&mut with_ttl, arg)?;
+        } else if is(arg, "LIMIT") {
+            once(&mut limit, arg)?;
+            if pos + 2 >= args.len() {
+                return Err(errors::value_missing(arg.as_slice()));
+            }
             offset = parse_i64(args[pos + 1].as_slice())?;
             count = parse_i64(args[pos + 2].as_slice())?;
             pos += 2;
+        } else if is(arg, "BYDEADLINE") {
+            return Err(errors::after_key(arg.as_slice()));
         } else {
-            return Err(err(errors::SYNTAX));
+            return Err(errors::unknown_option(arg.as_slice()));
         }
         pos += 1;
     }
@@ -179,24 +186,28 @@ pub fn xset_scan(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let cursor = parse_u64(args[2].as_slice()).ok_or_else(|| err(errors::INVALID_CURSOR))?;
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;
-    let mut with_ttl = false;
+    let (mut with_ttl, mut counted) = (false, false);
     let mut pos = 3;
     while pos < args.len() {
         let arg = &args[pos];
-        if is(arg, "MATCH") && pos + 1 < args.len() {
-            pattern = Some(args[pos + 1].as_slice());
+        if is(arg, "MATCH") {
+            if pattern.is_some() {
+                return Err(errors::given_twice(arg.as_slice()));
+            }
+            pattern = Some(value_of(args, pos)?.as_slice());
             pos += 1;
-        } else if is(arg, "COUNT") && pos + 1 < args.len() {
-            let n = parse_i64(args[pos + 1].as_slice())?;
+        } else if is(arg, "COUNT") {
+            once(&mut counted, arg)?;
+            let n = parse_i64(value_of(args, pos)?.as_slice())?;
             if n < 1 {
                 return Err(err(errors::SYNTAX));
             }
             count = usize::try_from(n).unwrap_or(usize::MAX);
             pos += 1;
         } else if is(arg, "WITHTTL") {
-            with_ttl = true;
+            once(&mut with_ttl, arg)?;
         } else {
-            return Err(err(errors::SYNTAX));
+            return Err(errors::unknown_option(arg.as_slice()));
         }
         pos += 1;
     }

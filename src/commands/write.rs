@@ -88,6 +88,16 @@ fn expire_family(
         .map(|(_, c)| c),
         _ => None,
     };
+    if let (Some(first), Some(second)) = (condition.map(|_| &args[3]), args.get(4))
+        && args.len() > 5
+        && ["NX", "XX", "GT", "LT"].iter().any(|w| is(second, w))
+    {
+        return Err(if is(second, &String::from_utf8_lossy(first.as_slice())) {
+            errors::given_twice(second.as_slice())
+        } else {
+            err(errors::EXPIRE_CONDITIONS)
+        });
+    }
     let target = Target::parse(args, if condition.is_some() { 4 } else { 3 })?;
     let condition = condition.unwrap_or(ExpireCondition::Always);
     let now_ms = clock.write_ms();
