@@ -14,6 +14,7 @@
 
 pub mod add;
 pub mod algebra;
+pub mod docs;
 pub mod parse;
 pub mod random;
 pub mod read;
