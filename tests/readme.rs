@@ -1,8 +1,11 @@
-//! The README is executable: every fenced block holding redis-cli prompt
-//! lines (`127.0.0.1:6379> ...`) runs against a fresh server, line by line
-//! on one connection, and each printed reply must equal what redis-cli
-//! prints for the real one. Lines are split as redis-cli splits them
-//! (quotes and escapes), so a line that does not paste fails here too.
+//! The README and every page under `docs/` are executable: every fenced
+//! block holding redis-cli prompt lines (`127.0.0.1:6379> ...`) runs
+//! against a fresh server, line by line on one connection, and each printed
+//! reply must equal what redis-cli prints for the real one. A block fenced
+//! as ` ```resp3 ` runs on a RESP3 connection (`redis-cli -3`). All blocks
+//! of one page under `docs/` also run in order on one server, as a reader
+//! pasting them would. Lines are split as redis-cli splits them (quotes and
+//! escapes), so a line that does not paste fails here too.
 //!
 //! The only values allowed to differ are those that depend on the clock:
 //! non-negative integers in replies to the TTL and deadline commands
@@ -206,8 +209,16 @@ fn line_matches(args: &[Vec<u8>], want: &str, got: &str, index: usize) -> bool {
     false
 }
 
+/// One example block: the line it starts on, whether it runs under RESP3,
+/// and its steps.
+struct Block {
+    at: usize,
+    resp3: bool,
+    steps: Vec<Step>,
+}
+
 /// The blocks of `readme` that hold prompt lines, with their line numbers.
-fn blocks(readme: &str) -> Vec<(usize, Vec<Step>)> {
+fn blocks(readme: &str) -> Vec<Block> {
     let lines: Vec<&str> = readme.lines().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -217,6 +228,7 @@ fn blocks(readme: &str) -> Vec<(usize, Vec<Step>)> {
             continue;
         }
         let fence_indent = lines[i].len() - lines[i].trim_start().len();
+        let resp3 = lines[i].trim_start().trim_start_matches('`') == "resp3";
         let start = i + 1;
         let mut end = start;
         while end < lines.len() && !lines[end].trim_start().starts_with("```") {
@@ -248,12 +260,16 @@ fn blocks(readme: &str) -> Vec<(usize, Vec<Step>)> {
                 step.expected.push(raw[indent..].to_string());
             } else if !line.is_empty() {
                 panic!(
-                    "README line {}: text before the first prompt in an example block",
+                    "line {}: text before the first prompt in an example block",
                     start + n + 1
                 );
             }
         }
-        out.push((start, steps));
+        out.push(Block {
+            at: start,
+            resp3,
+            steps,
+        });
     }
     out
 }
@@ -263,29 +279,39 @@ fn raw_output(args: &[Vec<u8>]) -> bool {
     args[0].eq_ignore_ascii_case(b"INFO")
 }
 
-fn run_block(c: &mut Connection, at: usize, steps: &[Step], failures: &mut Vec<String>) {
+/// A connection to `server` in the protocol `block` is written for.
+fn connect(server: &Server, block: &Block) -> Connection {
+    if !block.resp3 {
+        return server.conn();
+    }
+    redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", server.port))
+        .and_then(|c| c.get_connection())
+        .expect("a RESP3 connection")
+}
+
+fn run_block(c: &mut Connection, at: &str, steps: &[Step], failures: &mut Vec<String>) {
     let mut in_multi = false;
     for step in steps {
         let args = match split_args(&step.line) {
             Ok(a) if !a.is_empty() => a,
             Ok(_) => {
-                failures.push(format!("block at line {at}: empty command line"));
+                failures.push(format!("block at {at}: empty command line"));
                 continue;
             }
             Err(e) => {
-                failures.push(format!("block at line {at}: {e}"));
+                failures.push(format!("block at {at}: {e}"));
                 continue;
             }
         };
         if step.in_transaction != in_multi {
             failures.push(format!(
-                "block at line {at}: `{}` shows the wrong prompt for the transaction state",
+                "block at {at}: `{}` shows the wrong prompt for the transaction state",
                 step.line
             ));
         }
         if args.iter().any(|a| a.as_slice() == b"#") {
             failures.push(format!(
-                "block at line {at}: `{}` has an inline comment",
+                "block at {at}: `{}` has an inline comment",
                 step.line
             ));
         }
@@ -313,7 +339,7 @@ fn run_block(c: &mut Connection, at: usize, steps: &[Step], failures: &mut Vec<S
                 match (e.code(), e.detail()) {
                     (Some(code), Some(detail)) => format!("(error) {code} {detail}\n"),
                     (Some(code), None) => format!("(error) {code}\n"),
-                    _ => panic!("block at line {at}: `{}`: {e}", step.line),
+                    _ => panic!("block at {at}: `{}`: {e}", step.line),
                 }
             }
         };
@@ -333,7 +359,7 @@ fn run_block(c: &mut Connection, at: usize, steps: &[Step], failures: &mut Vec<S
                 .all(|(i, (w, g))| line_matches(&args, w, g, i));
         if !same {
             failures.push(format!(
-                "block at line {at}: `{}`\n  README:\n    {}\n  server:\n    {}",
+                "block at {at}: `{}`\n  README:\n    {}\n  server:\n    {}",
                 step.line,
                 want.join("\n    "),
                 got.join("\n    ")
@@ -354,17 +380,88 @@ fn every_readme_example_runs_as_printed() {
     );
     let mut failures = Vec::new();
     let mut commands = 0;
-    for (at, steps) in &blocks {
+    for block in &blocks {
         // A fresh server per block: no keys or configuration carried over.
         let server = Server::start(&[]);
-        let mut c = server.conn();
-        commands += steps.len();
-        run_block(&mut c, *at, steps, &mut failures);
+        let mut c = connect(&server, block);
+        commands += block.steps.len();
+        let at = format!("README.md:{}", block.at);
+        run_block(&mut c, &at, &block.steps, &mut failures);
     }
     assert!(commands >= 50, "only {commands} example commands");
     assert!(
         failures.is_empty(),
         "{} README example lines differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every Markdown page under `dir`, but the hand-written parts of the
+/// command pages (`docs/commands/parts/`), which the pages hold whole.
+fn pages(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("a docs directory")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if !path.ends_with("commands/parts") {
+                pages(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_docs_example_runs_as_printed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    pages(&root.join("docs"), &mut files);
+    let mut failures = Vec::new();
+    let mut commands = 0;
+    let mut command_pages = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a page");
+        let name = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        let blocks = blocks(&text);
+        if name.starts_with("docs/commands/xset.") {
+            command_pages += 1;
+            assert!(!blocks.is_empty(), "{name} has no example");
+        }
+        // Each block on a fresh server, then the whole page in order on
+        // one server (a new connection per block, as a new redis-cli).
+        for block in &blocks {
+            let server = Server::start(&[]);
+            let mut c = connect(&server, block);
+            commands += block.steps.len();
+            let at = format!("{name}:{}", block.at);
+            run_block(&mut c, &at, &block.steps, &mut failures);
+        }
+        let server = Server::start(&[]);
+        for block in &blocks {
+            let mut c = connect(&server, block);
+            let at = format!("{name}:{} (after the page's earlier blocks)", block.at);
+            run_block(&mut c, &at, &block.steps, &mut failures);
+        }
+    }
+    // A page per command: `pages_match_the_table` (src/commands/docs.rs)
+    // checks that each command of the table has its part and its page.
+    let table = std::fs::read_dir(root.join("docs/commands/parts"))
+        .expect("docs/commands/parts")
+        .count();
+    assert_eq!(command_pages, table, "a page per hand-written part");
+    assert!(commands >= 3 * table, "only {commands} example commands");
+    assert!(
+        failures.is_empty(),
+        "{} docs example lines differ:\n{}",
         failures.len(),
         failures.join("\n")
     );
