@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use redis::{Connection, RedisResult};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -63,6 +63,23 @@ fn assert_restart_loads(s: Server, dir: &Path, want: &[(Vec<u8>, i64)]) {
     );
 }
 
+/// A server on a scratch directory whose `dump.rdb` holds `want` (the set
+/// as saved), with a later write not saved and the `rdb-save` fault armed.
+fn saved_then_armed(name: &str) -> (PathBuf, Server, Connection, Vec<(Vec<u8>, i64)>) {
+    let dir = scratch(name);
+    let s = start_in(&dir, &[]);
+    let mut c = s.conn();
+    fill(&mut c);
+    let want = snapshot(&mut c, "k");
+    assert_eq!(q::<String>(&mut c, c!["SAVE"]), "OK");
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "later", "100"]);
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
+        "OK"
+    );
+    (dir, s, c, want)
+}
+
 #[test]
 fn a_fault_in_bgsave_fails_the_save_not_the_server() {
     let dir = scratch("bgsave");
@@ -97,17 +114,7 @@ fn a_fault_in_bgsave_fails_the_save_not_the_server() {
 
 #[test]
 fn a_fault_in_a_foreground_save_keeps_the_last_good_file() {
-    let dir = scratch("save");
-    let s = start_in(&dir, &[]);
-    let mut c = s.conn();
-    fill(&mut c);
-    let want = snapshot(&mut c, "k");
-    assert_eq!(q::<String>(&mut c, c!["SAVE"]), "OK");
-    q::<i64>(&mut c, c!["XSET.ADD", "k", "later", "100"]);
-    assert_eq!(
-        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
-        "OK"
-    );
+    let (dir, s, mut c, want) = saved_then_armed("save");
     // The server stops rather than write a file that cannot load.
     assert!(try_q::<String>(&mut c, c!["SAVE"]).is_err());
     let log = s.log();
@@ -267,17 +274,7 @@ fn a_fault_while_dumping_fails_that_command_not_the_server() {
 fn a_save_right_after_a_dump_is_still_a_file_that_loads() {
     // DUMP and SAVE in one pipeline: the SAVE must not take the DUMP's
     // forgiving path, so a fault stops the server and no file is written.
-    let dir = scratch("dump-then-save");
-    let s = start_in(&dir, &[]);
-    let mut c = s.conn();
-    fill(&mut c);
-    let want = snapshot(&mut c, "k");
-    assert_eq!(q::<String>(&mut c, c!["SAVE"]), "OK");
-    q::<i64>(&mut c, c!["XSET.ADD", "k", "later", "100"]);
-    assert_eq!(
-        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
-        "OK"
-    );
+    let (dir, s, mut c, want) = saved_then_armed("dump-then-save");
     let replies: RedisResult<(Vec<u8>, String)> =
         redis::pipe().cmd("DUMP").arg("k").cmd("SAVE").query(&mut c);
     assert!(replies.is_err(), "the SAVE should not have answered");
