@@ -520,10 +520,12 @@ fn redis_cli(args: &[&str]) {
         .args(args)
         .output()
         .expect("redis-cli");
+    // redis-cli --cluster prints its errors on stdout: show both.
     assert!(
         out.status.success(),
-        "redis-cli {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        "redis-cli {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
 }
 
