@@ -156,10 +156,18 @@ impl Server {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
+            // The answer must come from this child: another test's server
+            // may hold the port if two threads drew the same free port, and
+            // this child then exits on the bind while that one answers.
             if let Ok(mut c) = self.try_conn()
                 && redis::cmd("PING").query::<String>(&mut c).is_ok()
+                && let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c)
             {
-                return true;
+                return info
+                    .lines()
+                    .find_map(|l| l.strip_prefix("process_id:"))
+                    .and_then(|p| p.trim().parse::<u32>().ok())
+                    == Some(self.child.id());
             }
             std::thread::sleep(Duration::from_millis(10));
         }
