@@ -715,9 +715,12 @@ impl Chunk {
 
     /// Heap bytes of the headers and the leaves' records.
     fn heap_bytes(&self) -> usize {
-        use super::member::allocation_size;
-        allocation_size(self.leaves.capacity() * std::mem::size_of::<Leaf>())
-            + self.leaves.iter().map(Leaf::heap_bytes).sum::<usize>()
+        self.deque_bytes() + self.leaves.iter().map(Leaf::heap_bytes).sum::<usize>()
+    }
+
+    /// Heap bytes of the headers.
+    fn deque_bytes(&self) -> usize {
+        super::member::allocation_size(self.leaves.capacity() * std::mem::size_of::<Leaf>())
     }
 
     /// Live pairs in the leaves before leaf `l`, plus those among the
@@ -1360,23 +1363,29 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 }
             }
         };
-        // Only chunks `c - 1` to `c + 2` change (a leaf merge reaches one
-        // chunk either side, a chunk merge one more after), and those
-        // removed are among them.
+        // Only the deques of chunks `c - 1` to `c + 2` change (a leaf merge
+        // reaches one chunk either side, a chunk merge one more after), and
+        // those removed are among them; records change only in the leaves
+        // that go or merge, which say by how much: no need to sum the
+        // chunks' leaves, which an expiry drain would do for every leaf it
+        // empties.
         let (lo, hi) = (c.saturating_sub(1), (c + 3).min(self.chunks.len()));
-        let heap = |chunks: &VecDeque<Chunk>, hi| {
-            chunks.range(lo..hi).map(Chunk::heap_bytes).sum::<usize>()
+        let deques = |chunks: &VecDeque<Chunk>, hi| {
+            chunks.range(lo..hi).map(Chunk::deque_bytes).sum::<usize>()
         };
-        let (before, count) = (heap(&self.chunks, hi), self.chunks.len());
-        match merge {
+        let (before, count) = (deques(&self.chunks, hi), self.chunks.len());
+        let (freed, grown) = match merge {
             None => {
-                self.chunks[c].leaves.remove(l);
+                let Some(gone) = self.chunks[c].leaves.remove(l) else {
+                    unreachable!("leaf {l} of chunk {c} present");
+                };
                 self.after_leaf_removal(c);
+                (gone.heap_bytes(), 0)
             }
             Some((into, from)) => self.merge_leaves(into, from),
-        }
-        let after = heap(&self.chunks, hi - (count - self.chunks.len()));
-        self.chunk_heap = self.chunk_heap - before + after;
+        };
+        let after = deques(&self.chunks, hi - (count - self.chunks.len()));
+        self.chunk_heap = self.chunk_heap + after + grown - before - freed;
     }
 
     /// The merge that short leaf `l` of chunk `c` takes part in, if any:
@@ -1411,8 +1420,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     }
 
     /// Moves leaf `from`'s pairs to the end of leaf `into`, just before it,
-    /// and drops `from`.
-    fn merge_leaves(&mut self, into: LeafAt, from: LeafAt) {
+    /// and drops `from`. Returns the heap bytes of records freed (`from`'s)
+    /// and added (to `into`'s).
+    fn merge_leaves(&mut self, into: LeafAt, from: LeafAt) -> (usize, usize) {
         let Some(mut gone) = self.chunks[from.0].leaves.remove(from.1) else {
             unreachable!("leaf {from:?} present");
         };
@@ -1420,12 +1430,15 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         self.chunks[from.0].len -= moved;
         self.chunks[from.0].stale -= stale;
         let kept = &mut self.chunks[into.0].leaves[into.1];
+        let kept_before = kept.heap_bytes();
         kept.stale += gone.stale;
         gone.move_tail(0, kept);
+        let grown = kept.heap_bytes() - kept_before;
         self.chunks[into.0].len += moved;
         self.chunks[into.0].stale += stale;
         self.chunks[into.0].refresh_first();
         self.after_leaf_removal(from.0);
+        (gone.heap_bytes(), grown)
     }
 
     /// Restores the invariants after a leaf left chunk `c`: drops the chunk
