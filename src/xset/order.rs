@@ -97,6 +97,16 @@ fn union(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<(u64, u64)> {
     }
 }
 
+/// Gives back a deque's room once it holds four times its length (and more
+/// than four): down to twice the length, so that a deque that shrinks and
+/// grows back by less than half never reallocates. After a mass expiry a
+/// chunk of 255 leaves' headers (10 KiB) may be down to a few.
+fn fit<T>(deque: &mut VecDeque<T>) {
+    if deque.capacity() > 4 && deque.capacity() > 4 * deque.len() {
+        deque.shrink_to((2 * deque.len()).max(4));
+    }
+}
+
 /// A pair packed into one integer that orders as the pair does.
 fn packed((deadline, slot): Key) -> u128 {
     (u128::from(deadline) << 32) | u128::from(slot)
@@ -1443,13 +1453,16 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
 
     /// Restores the invariants after a leaf left chunk `c`: drops the chunk
     /// if empty, merges it with a neighbour if at most a quarter full (one
-    /// leaf, in the tests' tiny chunks) and both fit.
+    /// leaf, in the tests' tiny chunks) and both fit. Deques left mostly
+    /// empty give back their room.
     fn after_leaf_removal(&mut self, c: usize) {
         let n = self.chunks[c].leaves.len();
         if n == 0 {
             self.chunks.remove(c);
+            fit(&mut self.chunks);
             return;
         }
+        fit(&mut self.chunks[c].leaves);
         self.chunks[c].refresh_first();
         if n > (CHUNK / 4).max(1) {
             return;
@@ -1467,6 +1480,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             into.len += gone.len;
             into.stale += gone.stale;
             into.leaves.extend(gone.leaves);
+            fit(&mut self.chunks);
         }
     }
 
@@ -2284,6 +2298,23 @@ mod tests {
         }
         churn_like_a_set::<4>(7, 6_000, 400);
         churn_like_a_set::<CHUNK_CAP>(9, 6_000, 1_000);
+    }
+
+    #[test]
+    fn an_index_popped_down_to_a_few_pairs_gives_back_its_deques() {
+        let mut index: DeadlineIndex = DeadlineIndex::default();
+        let mut x = 7u64;
+        for s in 0..100_000u32 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            index.insert((x >> 30, s), &all);
+        }
+        while index.len() > 200 {
+            index.pop_first(&all);
+        }
+        index.check_invariants(&all);
+        // Two or three leaves of records (1 KiB each) and a few headers,
+        // not the 10 KiB deque of a full chunk's headers.
+        assert!(index.heap_bytes() < 4096, "{} bytes", index.heap_bytes());
     }
 
     #[test]
