@@ -131,7 +131,7 @@ impl Large {
     /// Makes room for `additional` more members in the hash table.
     pub fn reserve(&mut self, additional: usize) {
         let hashes = Large::slot_hashes(&self.slots, &self.hasher);
-        self.table.reserve(additional, hashes);
+        self.table.reserve(additional, self.slots.len(), hashes);
     }
 
     /// Bookkeeping after `slot` was vacated and dropped from the deadline index:
@@ -256,7 +256,7 @@ impl Store for Large {
         self.member_heap_bytes += entry.heap_bytes();
         self.slots[slot as usize] = Some(entry);
         let hashes = Large::slot_hashes(&self.slots, &self.hasher);
-        self.table.insert(hash, slot, hashes);
+        self.table.insert(hash, slot, self.slots.len(), hashes);
         let live = Large::holds(&self.slots, &self.far);
         self.by_deadline.insert((deadline_ms, slot), &live);
         self.len += 1;
@@ -413,6 +413,10 @@ impl Store for Large {
             .check_invariants(&Large::holds(&self.slots, &self.far));
         self.table
             .check_invariants(Large::slot_hashes(&self.slots, &self.hasher));
+        assert!(
+            self.table.holds_slots_below(self.slots.len()),
+            "the table's slot field holds every slot"
+        );
         let coded_far = occupied
             .iter()
             .filter(|&&s| self.entry(s).code() == DeadlineCode::FAR)

@@ -19,6 +19,18 @@
 //! the stored distance tells which may move without reading their members,
 //! except past the cap.
 //!
+//! The table shrinks as it grows, incrementally, once it is less than a
+//! quarter full: by halvings, to the smallest size at most half full, so
+//! that neither a refill nor further removals resize it again before the
+//! membership has changed by a factor of about two. Halving keeps the
+//! bucket layout and lets a slot's new home be computed from its old one
+//! (`home >> k`: fastrange of a count divided by `2^k`), so a shrink reads
+//! no member and hashes nothing, except for the rare slot whose distance
+//! is past the cap. The slot field is as wide as the larger of the bucket
+//! count and the slab's length (which the owner passes in), so a table
+//! can shrink while the slab is still long; the hash bits give way, and a
+//! lookup then compares a few more members.
+//!
 //! Invariants (checked by `check_invariants`):
 //! 1. `live` buckets hold a slot, the rest are [`EMPTY`], and `live` stays
 //!    within [`max_used`] of the bucket count, so every probe meets an empty
@@ -54,6 +66,29 @@ fn max_used(buckets: usize) -> usize {
     buckets / 5 * 4
 }
 
+/// Whether `live` slots in `buckets` buckets are few enough to move to a
+/// smaller array (a quarter full: after a growth a table is more than half
+/// full, so a set must lose half its members before it shrinks back).
+fn sparse(live: usize, buckets: usize) -> bool {
+    buckets > MIN_BUCKETS && live * 4 < buckets
+}
+
+/// How many times a table of `buckets` buckets holding `live` slots
+/// halves: down to the smallest size at most half full, so that it takes a
+/// refill of more than half again (up to [`max_used`]) to grow, and the
+/// loss of half (down to [`sparse`]) to shrink again. Every size is even,
+/// `2^k` or `3 * 2^k`, and halving stays at or above [`MIN_BUCKETS`].
+fn halvings(live: usize, buckets: usize) -> u32 {
+    let mut k = 0;
+    while (buckets >> (k + 1)) >= MIN_BUCKETS
+        && (buckets >> k).is_multiple_of(2)
+        && live * 2 <= buckets >> (k + 1)
+    {
+        k += 1;
+    }
+    k
+}
+
 /// A mask of the low `bits` bits.
 fn low_bits(bits: u32) -> u32 {
     if bits >= 32 {
@@ -71,14 +106,15 @@ struct Layout {
 }
 
 impl Layout {
-    /// Slots up to the bucket count at least (the field, of the bucket
-    /// count's bit length, holds `slot + 1` up to `2^bits - 1`, and
-    /// `2^bits > buckets`): the slab never holds more slots than the set's
-    /// peak size, which is below the bucket count (the table never shrinks).
-    /// The distance takes up to [`DIST_BITS`] of the rest, the hash the
-    /// remainder.
-    fn for_buckets(buckets: usize) -> Layout {
-        let slot_bits = (usize::BITS - buckets.leading_zeros()).min(32);
+    /// Every slot below `slab_len`, and below the bucket count: the field,
+    /// of the larger one's bit length, holds `slot + 1` up to
+    /// `2^bits - 1`, and `2^bits` exceeds both. A slab grows only when it
+    /// has no vacant slot, so past the bucket count only after the table
+    /// has grown for its membership. The distance takes up to
+    /// [`DIST_BITS`] of the rest, the hash the remainder.
+    fn new(buckets: usize, slab_len: usize) -> Layout {
+        let widest = buckets.max(slab_len);
+        let slot_bits = (usize::BITS - widest.leading_zeros()).min(32);
         Layout {
             slot_bits,
             dist_bits: DIST_BITS.min(32 - slot_bits),
@@ -147,10 +183,11 @@ struct Buckets {
 }
 
 impl Buckets {
-    fn with_len(n: usize) -> Buckets {
+    /// `n` empty buckets whose slot field holds any slot below `slab_len`.
+    fn with_len(n: usize, slab_len: usize) -> Buckets {
         Buckets {
             buckets: vec![EMPTY; n].into_boxed_slice(),
-            layout: Layout::for_buckets(n),
+            layout: Layout::new(n, slab_len),
             live: 0,
         }
     }
@@ -204,13 +241,17 @@ impl Buckets {
     /// Puts `slot` in the first empty bucket from its home; there must be
     /// room.
     fn place(&mut self, hash: u64, slot: u32) {
-        let (layout, home) = (self.layout, self.home(hash));
+        self.place_at(self.home(hash), self.layout.tag(hash), slot);
+    }
+
+    /// [`Buckets::place`] for a slot whose home and tag bits are known.
+    fn place_at(&mut self, home: usize, tag: u32, slot: u32) {
         let mut i = home;
         while self.buckets[i] != EMPTY {
             i = self.next(i);
         }
         let dist = self.gap(home, i);
-        self.buckets[i] = layout.bucket(layout.tag(hash), dist, slot);
+        self.buckets[i] = self.layout.bucket(tag, dist, slot);
         self.live += 1;
     }
 
@@ -299,9 +340,9 @@ impl Buckets {
     }
 }
 
-/// A smaller array whose slots are moving to the current one, a few
-/// buckets per write, as Redis rehashes its dicts: growing a big table
-/// never stalls the server. Lookups are `&self` and do not move anything,
+/// A smaller (or, shrinking, larger) array whose slots are moving to the
+/// current one, a few buckets per write, as Redis rehashes its dicts:
+/// resizing a big table never stalls the server. Lookups are `&self` and do not move anything,
 /// so a set that grows and then is only read keeps both arrays (and probes
 /// both on a miss) until its next writes; the active expiry's removals count
 /// as writes.
@@ -313,14 +354,31 @@ struct Migration {
     start: usize,
     /// Buckets walked from `start + 1`; all of them are empty now.
     walked: usize,
+    /// When shrinking, `from` is `2^halvings` times as long as the new
+    /// array, with the same layout: a slot's new home is its old home
+    /// shifted right, found without its hash.
+    halvings: Option<u32>,
 }
 
 /// Buckets of the old array moved per insert or removal while growing.
 const MIGRATE_PER_WRITE: usize = 32;
 
+/// Buckets of the old array moved per write while shrinking: it is under
+/// a quarter full and its slots move without hashing, so most buckets cost
+/// a read; a bigger step lets the old array go soon after the removals
+/// that emptied it stop (the active expiry's, say, draining a mass
+/// expiry).
+const MIGRATE_PER_WRITE_SHRINKING: usize = 16 * MIGRATE_PER_WRITE;
+
+/// A table of up to this many buckets (64 KiB) shrinks at once: under
+/// 4,096 slots placed, microseconds, where the old array would otherwise
+/// stay whole until enough further writes came.
+const SHRINK_AT_ONCE_UP_TO: usize = 16384;
+
 /// Slot numbers by member hash. The caller keeps the members: lookups ask it
-/// whether a candidate slot holds the member, and removals and growth ask
-/// it for a slot's hash.
+/// whether a candidate slot holds the member, and removals and resizing ask
+/// it for a slot's hash. Inserts pass the slab's length (`slab_len`): every
+/// stored slot, and the one inserted, must lie below it.
 #[derive(Clone, Default)]
 pub(super) struct SlotTable {
     cur: Buckets,
@@ -361,9 +419,10 @@ impl SlotTable {
 
     /// Stores `slot`, which must not be stored, for a member with `hash`.
     /// `hash_of` gives any stored slot's hash, to move slots when growing.
-    pub fn insert(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) {
-        self.make_room(1, slot, &hash_of);
-        self.migrate(MIGRATE_PER_WRITE, &hash_of);
+    pub fn insert(&mut self, hash: u64, slot: u32, slab_len: usize, hash_of: impl Fn(u32) -> u64) {
+        debug_assert!((slot as usize) < slab_len);
+        self.make_room(1, slot, slab_len, &hash_of);
+        self.migrate_a_step(&hash_of);
         self.cur.place(hash, slot);
     }
 
@@ -372,22 +431,26 @@ impl SlotTable {
     /// into the gap, up to the next empty bucket (no tombstones, so churn
     /// never forces a rebuild); `hash_of` gives the hash of one whose
     /// distance is past the cap (rare), and of slots moved while growing.
+    /// A table left [`sparse`] starts moving to a smaller array.
     pub fn remove(&mut self, hash: u64, slot: u32, hash_of: impl Fn(u32) -> u64) -> bool {
         let removed = self.cur.remove(hash, slot, &hash_of)
             || self
                 .old
                 .as_mut()
                 .is_some_and(|m| m.from.remove(hash, slot, &hash_of));
-        self.migrate(MIGRATE_PER_WRITE, &hash_of);
+        self.migrate_a_step(&hash_of);
+        if self.old.is_none() && sparse(self.len(), self.cur.len()) {
+            self.shrink(&hash_of);
+        }
         removed
     }
 
     /// Makes room for `additional` more slots, none above the slab's length,
     /// growing the table at once if needed (for bulk loads).
-    pub fn reserve(&mut self, additional: usize, hash_of: impl Fn(u32) -> u64) {
+    pub fn reserve(&mut self, additional: usize, slab_len: usize, hash_of: impl Fn(u32) -> u64) {
         if !self.has_room(additional, 0) {
             self.migrate(usize::MAX, &hash_of);
-            self.grow(additional, 0);
+            self.grow(additional, slab_len);
             self.migrate(usize::MAX, &hash_of);
         }
     }
@@ -397,33 +460,81 @@ impl SlotTable {
         n > 0 && self.len() + additional <= max_used(n) && self.cur.layout.fits(slot)
     }
 
-    fn make_room(&mut self, additional: usize, slot: u32, hash_of: &impl Fn(u32) -> u64) {
+    fn make_room(
+        &mut self,
+        additional: usize,
+        slot: u32,
+        slab_len: usize,
+        hash_of: &impl Fn(u32) -> u64,
+    ) {
         if self.has_room(additional, slot) {
             return;
         }
-        // A growth still under way finishes first (it cannot, in practice:
-        // it ends long before the new array fills).
+        // A resize still under way finishes first (it cannot, in practice:
+        // a growth ends long before the new array fills, and a shrink
+        // leaves it half empty and moves four times as fast).
         self.migrate(usize::MAX, hash_of);
-        self.grow(additional, slot);
+        self.grow(additional, slab_len);
     }
 
-    /// Starts moving every slot to a bigger array.
-    fn grow(&mut self, additional: usize, slot: u32) {
-        debug_assert!(self.old.is_none());
+    /// Starts moving every slot to a bigger array, with room for
+    /// `additional` more and a slot field for every slot below `slab_len`.
+    fn grow(&mut self, additional: usize, slab_len: usize) {
         let needed = self.len() + additional;
         let mut n = next_size(self.cur.len());
-        while needed > max_used(n) || !Layout::for_buckets(n).fits(slot) {
+        while needed > max_used(n) {
             n = next_size(n);
         }
-        let from = std::mem::replace(&mut self.cur, Buckets::with_len(n));
+        self.replace_array(Buckets::with_len(n, slab_len), None);
+    }
+
+    /// Starts moving every slot to an array [`halvings`] times halved, with
+    /// the same layout; a small one moves at once.
+    fn shrink(&mut self, hash_of: &impl Fn(u32) -> u64) {
+        let n = self.cur.len();
+        let k = halvings(self.len(), n);
+        if k == 0 {
+            return;
+        }
+        let smaller = Buckets {
+            buckets: vec![EMPTY; n >> k].into_boxed_slice(),
+            layout: self.cur.layout,
+            live: 0,
+        };
+        self.replace_array(smaller, Some(k));
+        if n <= SHRINK_AT_ONCE_UP_TO {
+            self.migrate(usize::MAX, hash_of);
+        }
+    }
+
+    /// Makes `array` the current one and starts moving every slot to it
+    /// (`halvings`: see [`Migration`]); none may be under way.
+    fn replace_array(&mut self, array: Buckets, halvings: Option<u32>) {
+        debug_assert!(self.old.is_none() && self.len() <= max_used(array.len()));
+        let from = std::mem::replace(&mut self.cur, array);
         if from.live > 0 {
             let start = from.buckets.iter().position(|&v| v == EMPTY).unwrap_or(0);
             self.old = Some(Migration {
                 from,
                 start,
                 walked: 0,
+                halvings,
             });
         }
+    }
+
+    /// The part of a resize that one write carries out.
+    #[inline]
+    fn migrate_a_step(&mut self, hash_of: &impl Fn(u32) -> u64) {
+        let Some(m) = &self.old else {
+            return;
+        };
+        let budget = if m.from.len() > self.cur.len() {
+            MIGRATE_PER_WRITE_SHRINKING
+        } else {
+            MIGRATE_PER_WRITE
+        };
+        self.migrate(budget, hash_of);
     }
 
     /// Moves the clusters of the old array met within `budget` buckets (a
@@ -433,17 +544,28 @@ impl SlotTable {
             return;
         };
         let n = m.from.len();
+        let layout = m.from.layout;
         let mut spent = 0;
         while spent < budget && m.walked + 1 < n && m.from.live > 0 {
             // `start + 1 + walked` is below `2n`: one wrap at most.
             let i = m.start + 1 + m.walked;
             let i = if i >= n { i - n } else { i };
-            let v = m.from.buckets[i];
-            m.walked += 1;
-            spent += 1;
-            if v == EMPTY {
+            // Empty buckets up to the end of the array, of the walk or of
+            // the budget, skipped in one pass (a shrinking array is mostly
+            // empty).
+            let run = (n - i).min(n - 1 - m.walked).min(budget - spent);
+            let empty = m.from.buckets[i..i + run]
+                .iter()
+                .position(|&v| v != EMPTY)
+                .unwrap_or(run);
+            m.walked += empty;
+            spent += empty;
+            if empty == run {
                 continue;
             }
+            let i = i + empty;
+            m.walked += 1;
+            spent += 1;
             // The whole cluster from here to the next empty bucket.
             let mut j = i;
             loop {
@@ -451,8 +573,15 @@ impl SlotTable {
                 if v == EMPTY {
                     break;
                 }
-                let slot = m.from.layout.slot(v);
-                self.cur.place(hash_of(slot), slot);
+                let slot = layout.slot(v);
+                match m.halvings {
+                    Some(k) if layout.dist(v) < layout.dist_cap() => {
+                        let dist = layout.dist(v) as usize;
+                        let home = if j >= dist { j - dist } else { j + n - dist };
+                        self.cur.place_at(home >> k, v & layout.tag_mask(), slot);
+                    }
+                    _ => self.cur.place(hash_of(slot), slot),
+                }
                 m.from.buckets[j] = EMPTY;
                 m.from.live -= 1;
                 j = m.from.next(j);
@@ -464,6 +593,12 @@ impl SlotTable {
         if m.from.live == 0 {
             self.old = None;
         }
+    }
+
+    /// Whether the current array's slot field holds every slot below
+    /// `slab_len` (what inserts need; a migrating array holds its own).
+    pub fn holds_slots_below(&self, slab_len: usize) -> bool {
+        slab_len == 0 || self.cur.layout.fits(slab_len as u32 - 1)
     }
 
     /// Heap bytes held, as jemalloc rounds them.
@@ -488,6 +623,14 @@ impl SlotTable {
         if let Some(m) = &self.old {
             m.from.check_invariants(&hash_of);
             assert!(m.from.live > 0, "a finished migration is dropped");
+            if let Some(k) = m.halvings {
+                assert_eq!(m.from.len(), self.cur.len() << k, "a shrink halves");
+                assert_eq!(
+                    (m.from.layout.slot_bits, m.from.layout.dist_bits),
+                    (self.cur.layout.slot_bits, self.cur.layout.dist_bits),
+                    "a shrink keeps the layout"
+                );
+            }
             assert_eq!(
                 m.from.buckets[m.start], EMPTY,
                 "migration starts after an empty bucket"
@@ -505,144 +648,4 @@ impl SlotTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-    use std::collections::BTreeSet;
-
-    /// Hash functions from good to adversarial: collisions and long probe
-    /// runs must not change answers.
-    fn hash_with(kind: u8, slot: u32) -> u64 {
-        let mixed = u64::from(slot).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        match kind {
-            0 => mixed ^ (mixed >> 29),
-            1 => u64::from(slot % 5),
-            2 => (mixed & 0xFFFF_FFFF_0000_0000) | u64::from(slot % 3),
-            // Homes in the last buckets: probe runs wrap around the end.
-            3 => u64::MAX - u64::from(slot % 4),
-            _ => 7,
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
-
-        #[test]
-        fn behaves_like_a_set_of_slots(
-            kind in 0u8..5,
-            ops in proptest::collection::vec((0u8..4, 0u32..300), 1..600),
-        ) {
-            let hash = |s: u32| hash_with(kind, s);
-            let mut table = SlotTable::default();
-            let mut model = BTreeSet::new();
-            for (op, slot) in ops {
-                match op {
-                    0 | 1 => {
-                        if model.insert(slot) {
-                            table.insert(hash(slot), slot, hash);
-                        }
-                    }
-                    2 => prop_assert_eq!(table.remove(hash(slot), slot, hash), model.remove(&slot)),
-                    _ => {
-                        let extra = slot as usize % 50;
-                        table.reserve(extra, hash);
-                        prop_assert!(table.len() + extra <= max_used(table.cur.len()));
-                    }
-                }
-                prop_assert_eq!(table.len(), model.len());
-                table.check_invariants(hash);
-                let found = table.find(hash(slot), |s| s == slot);
-                prop_assert_eq!(found, model.contains(&slot).then_some(slot));
-            }
-            table.check_invariants(hash);
-            for s in 0..300 {
-                prop_assert_eq!(table.find(hash(s), |x| x == s).is_some(), model.contains(&s));
-            }
-        }
-    }
-
-    #[test]
-    fn sizes_go_up_by_half_powers_of_two() {
-        let mut sizes = vec![next_size(0)];
-        while sizes.len() < 8 {
-            sizes.push(next_size(sizes[sizes.len() - 1]));
-        }
-        assert_eq!(sizes, [16, 24, 32, 48, 64, 96, 128, 192]);
-        assert_eq!(next_size(17), 24);
-        assert_eq!(next_size(47), 48);
-        // A million slots fit 1.5M buckets, not 2M.
-        let mut n = MIN_BUCKETS;
-        while max_used(n) < 1_000_000 {
-            n = next_size(n);
-        }
-        assert_eq!(n, 3 << 19);
-    }
-
-    #[test]
-    fn churn_does_not_grow_the_table() {
-        let hash = |s: u32| hash_with(0, s);
-        let mut table = SlotTable::default();
-        for round in 0..50u32 {
-            for s in 0..1000 {
-                table.insert(hash(s + round), s + round, hash);
-            }
-            for s in 0..1000 {
-                assert!(table.remove(hash(s + round), s + round, hash));
-            }
-            table.check_invariants(hash);
-        }
-        assert_eq!(table.len(), 0);
-        assert!(table.cur.len() <= 2048, "{} buckets", table.cur.len());
-    }
-
-    #[test]
-    fn growth_moves_slots_a_few_at_a_time() {
-        let hash = |s: u32| hash_with(0, s);
-        let mut table = SlotTable::default();
-        let (mut growths, mut steps_while_growing) = (0, 0);
-        for s in 0..200_000u32 {
-            let growing = table.old.is_some();
-            table.insert(hash(s), s, hash);
-            if !growing && table.old.is_some() {
-                growths += 1;
-            }
-            if table.old.is_some() {
-                steps_while_growing += 1;
-                // Everything stays findable mid-growth, old and new alike.
-                for probe in [0, s / 2, s] {
-                    assert_eq!(table.find(hash(probe), |x| x == probe), Some(probe));
-                }
-            }
-            if s % 20_000 == 0 {
-                table.check_invariants(hash);
-            }
-            if s % 3 == 0 {
-                // Removals and re-inserts mid-growth, in either array.
-                assert!(table.remove(hash(s / 3), s / 3, hash));
-                table.insert(hash(s / 3), s / 3, hash);
-            }
-        }
-        table.check_invariants(hash);
-        assert!(growths >= 10, "{growths} incremental growths");
-        assert!(
-            steps_while_growing > 1000,
-            "growth spread over {steps_while_growing} inserts"
-        );
-        assert_eq!(table.len(), 200_000);
-    }
-
-    #[test]
-    fn a_million_slots_take_four_bytes_a_bucket() {
-        let hash = |s: u32| hash_with(0, s);
-        let mut table = SlotTable::default();
-        table.reserve(1_000_000, hash);
-        for s in 0..1_000_000 {
-            table.insert(hash(s), s, hash);
-        }
-        // 1.5 * 2^20 buckets, 64% full.
-        assert_eq!(table.cur.len(), 3 << 19);
-        assert_eq!(table.heap_bytes(), 6 << 20);
-        assert_eq!(table.find(hash(123_456), |s| s == 123_456), Some(123_456));
-        assert_eq!(table.find(hash(2_000_000), |s| s == 2_000_000), None);
-    }
-}
+mod tests;
