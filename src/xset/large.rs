@@ -340,18 +340,26 @@ impl Store for Large {
         )
     }
 
+    /// Walks the slab downwards: cursor 0 starts at the top, any other
+    /// cursor `c` goes on with the slots below `c` (those from `c` up were
+    /// walked), clamped to the slab's length. The cursor returned is the
+    /// lowest slot walked, 0 when the walk is complete.
     fn scan(&self, cursor: u64, count: usize, now_ms: u64) -> (u64, Vec<(&[u8], u64)>) {
         let mut out = Vec::new();
         let mut examined = 0;
-        let end = self.slots.len();
-        let mut i = usize::try_from(cursor).unwrap_or(usize::MAX).min(end);
+        let top = self.slots.len();
+        let mut pos = match usize::try_from(cursor) {
+            Ok(0) | Err(_) => top,
+            Ok(c) => c.min(top),
+        };
         let budget = count.max(1);
         // Vacant slots are walked too, but at most ten per requested member
         // (as Redis's SCAN bounds empty buckets), so a call over a slab left
         // mostly empty by a mass expiry stays short; it may then return no
         // members and a non-zero cursor.
         let mut vacant_budget = budget.saturating_mul(10);
-        while i < end && examined < budget {
+        while pos > 0 && examined < budget {
+            let i = pos - 1;
             if let Some(e) = &self.slots[i] {
                 examined += 1;
                 let deadline_ms = self.deadline(i as u32, e);
@@ -363,10 +371,9 @@ impl Store for Large {
             } else {
                 vacant_budget -= 1;
             }
-            i += 1;
+            pos = i;
         }
-        let next = if i >= end { 0 } else { i as u64 };
-        (next, out)
+        (pos as u64, out)
     }
 
     /// Exact: slab, hash table, deadline index and long members, allocator

@@ -669,34 +669,42 @@ fn scan_walks_a_bounded_number_of_vacant_slots_per_call() {
         max_small_members: 0,
         max_small_member_bytes: 0,
     });
-    for i in 0..1_000u64 {
+    // Slots 9,000 to 18,999 expire first; slots 19,000 up next, and the
+    // first 9,000 last.
+    for i in 0..19_200u64 {
+        let deadline = match i {
+            0..9_000 => 1_000_000 + i,
+            9_000..19_000 => 10 + i,
+            _ => 20_000 + i,
+        };
         s.add(
             format!("m{i}").as_bytes(),
-            10 + i,
+            deadline,
             Presence::Any,
             Compare::Any,
             0,
         );
     }
-    // The 900 soonest are the first 900 slots: a long vacant run at the front.
-    assert_eq!(s.drain_expired(909, usize::MAX).0.len(), 900);
+    // A drain that stops before the slots above the run, which it would
+    // pop next: a long vacant run in the middle.
+    assert_eq!(s.drain_expired(40_000, 10_000).0.len(), 10_000);
     s.check_invariants();
-    let (cursor, first) = s.scan(0, 1, 909);
-    assert!(
-        first.is_empty() && cursor != 0,
-        "stopped within the vacant run"
-    );
-    let (mut cursor, mut seen) = (0, Vec::new());
+    let (mut cursor, mut seen, mut stopped) = (0, Vec::new(), false);
     loop {
-        let (c, batch) = s.scan(cursor, 1, 909);
+        let (c, batch) = s.scan(cursor, 1, 0);
+        stopped |= batch.is_empty() && c != 0;
         seen.extend(batch.into_iter().map(|(m, _)| m.to_vec()));
         if c == 0 {
             break;
         }
         cursor = c;
     }
+    assert!(stopped, "a call stopped within the vacant run");
     seen.sort();
-    let mut want: Vec<Vec<u8>> = (900..1_000).map(|i| format!("m{i}").into_bytes()).collect();
+    let mut want: Vec<Vec<u8>> = (0..9_000)
+        .chain(19_000..19_200)
+        .map(|i| format!("m{i}").into_bytes())
+        .collect();
     want.sort();
     assert_eq!(seen, want);
 }
