@@ -1,38 +1,41 @@
 //! The large encoding: each member's bytes stored once, in a 24-byte slab
-//! entry ([`Entry`]) that keeps its index for as long as the member is
-//! present (which makes `scan` safe while deadlines change); a hash table of
-//! slot numbers keyed by those bytes ([`super::table::SlotTable`]), for O(1)
-//! membership; and the deadline index of `(deadline, slot)` pairs
-//! ([`super::order::DeadlineIndex`]).
+//! entry ([`Entry`]); a hash table of slot numbers keyed by those bytes
+//! ([`super::table::SlotTable`]), for O(1) membership; and the deadline
+//! index of `(deadline, slot)` pairs ([`super::order::DeadlineIndex`]).
 //! Deadlines past the year 10889 do not fit an entry and are kept in `far`.
+//!
+//! An entry keeps its slot for as long as its member is present, which
+//! makes `scan` safe while deadlines change. New entries take the lowest
+//! vacant slot.
 //!
 //! Invariants (checked by `check_invariants`):
 //! 1. every occupied slot is in `table` exactly once and in `by_deadline`
 //!    with its own deadline exactly once; nothing else is in either;
 //! 2. `len` counts occupied slots, `member_heap_bytes` sums their members'
 //!    heap allocations;
-//! 4. `far` holds the exact deadline of exactly the slots whose entry says
+//! 3. `far` holds the exact deadline of exactly the slots whose entry says
 //!    [`DeadlineCode::FAR`];
-//! 3. every vacant slot below `slots.len()` is on the free list; an empty
-//!    set has an empty slab.
+//! 4. the slab keeps its own (see [`super::slab`]); an empty set has an
+//!    empty slab; the table's slot field holds every slot of the slab.
 
 use super::entry::{DeadlineCode, Entry};
 use super::hash::MemberHasher;
 use super::member::{self, Member};
 use super::order::DeadlineIndex;
-use super::slab::Chunked;
+use super::slab::{Probe, Slab};
 use super::store::{Items, Store};
 use super::table::SlotTable;
 use std::collections::HashMap;
 
-/// The most trailing vacant slots one removal trims.
-const TRIM_PER_REMOVAL: usize = 64;
+/// Words of the slab's vacancy bitmap (64 slots each, or a freed chunk)
+/// that one write reads to trim trailing vacant slots: a long vacant tail
+/// goes over several writes, so no single one stalls.
+const TRIM_PER_WRITE: usize = 64;
 
 /// Slab + hash table + deadline index.
 #[derive(Clone, Default)]
 pub struct Large {
-    slots: Chunked<Option<Entry>>,
-    free: Vec<u32>,
+    slots: Slab<Entry>,
     table: SlotTable,
     by_deadline: DeadlineIndex,
     /// Exact deadlines of the entries coded [`DeadlineCode::FAR`].
@@ -44,7 +47,7 @@ pub struct Large {
 
 impl Large {
     fn entry(&self, slot: u32) -> &Entry {
-        match &self.slots[slot as usize] {
+        match self.slots.get(slot as usize) {
             Some(e) => e,
             None => unreachable!("slot {slot} indexed but vacant"),
         }
@@ -66,12 +69,12 @@ impl Large {
     /// (see [`super::order`]). Takes the two fields, not `self`, so the
     /// index can be borrowed mutably beside them.
     fn holds<'a>(
-        slots: &'a Chunked<Option<Entry>>,
+        slots: &'a Slab<Entry>,
         far: &'a HashMap<u32, u64>,
     ) -> impl Fn((u64, u32)) -> bool + 'a {
         move |(d, s)| match slots.get(s as usize) {
-            Some(Some(e)) => e.code().exact().or_else(|| far.get(&s).copied()) == Some(d),
-            _ => false,
+            Some(e) => e.code().exact().or_else(|| far.get(&s).copied()) == Some(d),
+            None => false,
         }
     }
 
@@ -89,10 +92,10 @@ impl Large {
     /// table asks for when it moves slots. Takes the two fields, not `self`,
     /// so the table can be borrowed mutably beside it.
     fn slot_hashes<'a>(
-        slots: &'a Chunked<Option<Entry>>,
+        slots: &'a Slab<Entry>,
         hasher: &'a MemberHasher,
     ) -> impl Fn(u32) -> u64 + 'a {
-        move |slot| match &slots[slot as usize] {
+        move |slot| match slots.get(slot as usize) {
             Some(e) => hasher.hash(e.member()),
             None => unreachable!("slot {slot} indexed but vacant"),
         }
@@ -112,7 +115,7 @@ impl Large {
     /// `None` for a vacant or out-of-range slot. O(1): what random sampling
     /// draws from (each stored member owns exactly one slot).
     pub fn at_slot(&self, slot: usize) -> Option<(&[u8], u64)> {
-        let entry = self.slots.get(slot)?.as_ref()?;
+        let entry = self.slots.get(slot)?;
         Some((entry.member(), self.deadline(slot as u32, entry)))
     }
 
@@ -134,8 +137,8 @@ impl Large {
         self.table.reserve(additional, self.slots.len(), hashes);
     }
 
-    /// Bookkeeping after `slot` was vacated and dropped from the deadline index:
-    /// drops it from the hash table and recycles the slot.
+    /// Bookkeeping after `slot` was vacated and dropped from the deadline
+    /// index: drops it from the hash table and trims the slab.
     fn release_slot(&mut self, slot: u32, entry: Entry) -> (Member, u64) {
         let deadline_ms = self.deadline(slot, &entry);
         if entry.code() == DeadlineCode::FAR {
@@ -150,24 +153,9 @@ impl Large {
         self.member_heap_bytes -= entry.heap_bytes();
         if self.len == 0 {
             // Start over: cheaper than trimming a large slab slot by slot.
-            self.slots = Chunked::default();
-            self.free = Vec::new();
+            self.slots = Slab::default();
         } else {
-            if slot as usize + 1 == self.slots.len() {
-                self.slots.pop();
-            } else {
-                self.free.push(slot);
-            }
-            // Trailing vacancies are cut so the slab shrinks with the set, a
-            // bounded number per removal so no single removal stalls (a long
-            // vacant tail goes over several removals); stale free-list
-            // entries are skipped in `take_vacant_slot`.
-            for _ in 0..TRIM_PER_REMOVAL {
-                if !self.slots.last().is_some_and(Option::is_none) {
-                    break;
-                }
-                self.slots.pop();
-            }
+            self.slots.trim(TRIM_PER_WRITE);
         }
         (entry.into_member(), deadline_ms)
     }
@@ -184,18 +172,6 @@ impl Large {
                 true
             }
         }
-    }
-
-    fn take_vacant_slot(&mut self) -> u32 {
-        while let Some(slot) = self.free.pop() {
-            if self.slots.get(slot as usize).is_some_and(Option::is_none) {
-                return slot;
-            }
-        }
-        self.slots.push(None);
-        // The slab never exceeds u32::MAX entries: a set that large would
-        // need hundreds of GiB, far beyond any Redis instance.
-        (self.slots.len() - 1) as u32
     }
 }
 
@@ -218,9 +194,7 @@ impl Store for Large {
         self.by_deadline.prefetch_for(deadline_ms);
         let slots = &self.slots;
         let found = self.table.find(hash, |s| {
-            slots[s as usize]
-                .as_ref()
-                .is_some_and(|e| e.member() == member)
+            slots.get(s as usize).is_some_and(|e| e.member() == member)
         });
         match found {
             Some(s) => Ok((s, self.deadline(s, self.entry(s)))),
@@ -237,7 +211,7 @@ impl Store for Large {
             self.far.remove(&slot);
         }
         let code = self.code_for(slot, deadline_ms);
-        match &mut self.slots[slot as usize] {
+        match self.slots.get_mut(slot as usize) {
             Some(e) => e.set_code(code),
             None => unreachable!("slot {slot} indexed but vacant"),
         }
@@ -251,21 +225,25 @@ impl Store for Large {
     }
 
     fn insert_at(&mut self, hash: u64, member: &[u8], deadline_ms: u64) {
-        let slot = self.take_vacant_slot();
-        let entry = Entry::new(member, self.code_for(slot, deadline_ms));
+        let code = DeadlineCode::of(deadline_ms);
+        let entry = Entry::new(member, code);
         self.member_heap_bytes += entry.heap_bytes();
-        self.slots[slot as usize] = Some(entry);
+        // The slab never exceeds u32::MAX entries: a set that large would
+        // need hundreds of GiB, far beyond any Redis instance.
+        let slot = self.slots.insert(entry) as u32;
+        if code == DeadlineCode::FAR {
+            self.far.insert(slot, deadline_ms);
+        }
         let hashes = Large::slot_hashes(&self.slots, &self.hasher);
         self.table.insert(hash, slot, self.slots.len(), hashes);
-        let live = Large::holds(&self.slots, &self.far);
-        self.by_deadline.insert((deadline_ms, slot), &live);
+        self.by_deadline
+            .insert((deadline_ms, slot), &Large::holds(&self.slots, &self.far));
         self.len += 1;
     }
 
     fn remove_at(&mut self, slot: u32) -> (Member, u64) {
-        let entry = match self.slots[slot as usize].take() {
-            Some(e) => e,
-            None => unreachable!("slot {slot} indexed but vacant"),
+        let Some(entry) = self.slots.take(slot as usize) else {
+            unreachable!("slot {slot} indexed but vacant");
         };
         let key = (self.deadline(slot, &entry), slot);
         self.by_deadline
@@ -278,9 +256,8 @@ impl Store for Large {
         if !due(deadline_ms) {
             return None;
         }
-        let entry = match self.slots[slot as usize].take() {
-            Some(e) => e,
-            None => unreachable!("slot {slot} indexed but vacant"),
+        let Some(entry) = self.slots.take(slot as usize) else {
+            unreachable!("slot {slot} indexed but vacant");
         };
         // The first pair is popped, not searched for again.
         self.by_deadline
@@ -349,29 +326,37 @@ impl Store for Large {
         let mut examined = 0;
         let top = self.slots.len();
         let mut pos = match usize::try_from(cursor) {
-            Ok(0) | Err(_) => top,
+            Ok(0) => top,
             Ok(c) => c.min(top),
+            Err(_) => top,
         };
         let budget = count.max(1);
-        // Vacant slots are walked too, but at most ten per requested member
-        // (as Redis's SCAN bounds empty buckets), so a call over a slab left
-        // mostly empty by a mass expiry stays short; it may then return no
-        // members and a non-zero cursor.
-        let mut vacant_budget = budget.saturating_mul(10);
-        while pos > 0 && examined < budget {
-            let i = pos - 1;
-            if let Some(e) = &self.slots[i] {
-                examined += 1;
-                let deadline_ms = self.deadline(i as u32, e);
-                if deadline_ms > now_ms {
-                    out.push((e.member(), deadline_ms));
+        // Vacant slots are walked too, but at most ten bitmap words (64
+        // slots each, or a freed chunk) per requested member, as Redis's
+        // SCAN bounds empty buckets, so a call over a slab left mostly
+        // empty by a mass expiry stays short; it may then return no members
+        // and a non-zero cursor.
+        let mut words = budget.saturating_mul(10);
+        while examined < budget {
+            match self.slots.last_occupied_before(pos, &mut words) {
+                Probe::Found(slot) => {
+                    pos = slot;
+                    examined += 1;
+                    let e = self.entry(slot as u32);
+                    let deadline_ms = self.deadline(slot as u32, e);
+                    if deadline_ms > now_ms {
+                        out.push((e.member(), deadline_ms));
+                    }
                 }
-            } else if vacant_budget == 0 {
-                break;
-            } else {
-                vacant_budget -= 1;
+                Probe::Stopped(p) => {
+                    pos = p;
+                    break;
+                }
+                Probe::Bottom => {
+                    pos = 0;
+                    break;
+                }
             }
-            pos = i;
         }
         (pos as u64, out)
     }
@@ -380,7 +365,6 @@ impl Store for Large {
     /// size classes included.
     fn heap_bytes(&self) -> usize {
         let slab = self.slots.heap_bytes();
-        let free = member::allocation_size(self.free.capacity() * 4);
         let table = self.table.heap_bytes();
         // std's map: a power-of-two bucket count at up to 7/8 load, 16
         // bytes and a control byte per bucket.
@@ -390,14 +374,20 @@ impl Store for Large {
             let buckets = (self.far.capacity() * 8 / 7).next_power_of_two();
             member::allocation_size(buckets * 17 + 16)
         };
-        slab + free + table + far + self.by_deadline.heap_bytes() + self.member_heap_bytes
+        slab + table + far + self.by_deadline.heap_bytes() + self.member_heap_bytes
     }
 
     fn check_invariants(&self) {
+        self.slots.check_invariants();
         let occupied: Vec<u32> = (0..self.slots.len() as u32)
-            .filter(|&s| self.slots[s as usize].is_some())
+            .filter(|&s| self.slots.get(s as usize).is_some())
             .collect();
         assert_eq!(occupied.len(), self.len, "len matches occupied slots");
+        assert_eq!(
+            self.slots.len() - self.slots.vacancies(),
+            self.len,
+            "the slab counts its vacant slots"
+        );
         assert_eq!(self.table.len(), self.len, "table size");
         assert_eq!(self.by_deadline.len(), self.len, "index size");
         let mut heap = 0;
@@ -424,6 +414,11 @@ impl Store for Large {
             self.table.holds_slots_below(self.slots.len()),
             "the table's slot field holds every slot"
         );
+        assert_eq!(
+            self.len == 0,
+            self.slots.len() == 0,
+            "an empty set, an empty slab"
+        );
         let coded_far = occupied
             .iter()
             .filter(|&&s| self.entry(s).code() == DeadlineCode::FAR)
@@ -435,14 +430,6 @@ impl Store for Large {
                 d,
                 "indexed with its own deadline"
             );
-        }
-        for (s, slot) in self.slots.iter().enumerate() {
-            if slot.is_none() {
-                assert!(
-                    self.free.contains(&(s as u32)),
-                    "vacant slot {s} on free list"
-                );
-            }
         }
     }
 }
