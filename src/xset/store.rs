@@ -40,9 +40,11 @@ pub trait Store {
     fn insert(&mut self, member: &[u8], deadline_ms: u64);
     /// Removes the member at `pos`, returning it and its deadline.
     fn remove_at(&mut self, pos: Self::Pos) -> (Member, u64);
-    /// Removes the member with the earliest deadline if `due` accepts that
-    /// deadline, returning it and its deadline.
-    fn pop_soonest_if(&mut self, due: impl Fn(u64) -> bool) -> Option<(Member, u64)>;
+    /// Removes the member with the earliest deadline if that deadline is at
+    /// most `latest_ms`, returning it and its deadline. A caller pops in a
+    /// loop with one bound: the large encoding takes the members up to it
+    /// as leaving, and does not move them to compact its slab.
+    fn pop_soonest_until(&mut self, latest_ms: u64) -> Option<(Member, u64)>;
     /// The member with the earliest deadline and that deadline.
     fn soonest(&self) -> Option<(Self::Pos, u64)>;
     /// Members whose deadline is after `now_ms`.

@@ -255,6 +255,28 @@ impl Buckets {
         self.live += 1;
     }
 
+    /// Rewrites the bucket of `from` (stored for `hash`) to hold `to`, which
+    /// must fit the slot field; false if `from` is not here.
+    fn reslot(&mut self, hash: u64, from: u32, to: u32) -> bool {
+        let layout = self.layout;
+        if self.live == 0 || !layout.fits(from) {
+            return false;
+        }
+        let wanted = layout.tag(hash) | (from + 1);
+        let mut i = self.home(hash);
+        loop {
+            match self.buckets[i] {
+                EMPTY => return false,
+                v if layout.identity(v) == wanted => {
+                    debug_assert!(layout.fits(to));
+                    self.buckets[i] = (v & !layout.slot_mask()) | (to + 1);
+                    return true;
+                }
+                _ => i = self.next(i),
+            }
+        }
+    }
+
     /// Removes `slot` (see [`SlotTable::remove`]).
     fn remove(&mut self, hash: u64, slot: u32, hash_of: &impl Fn(u32) -> u64) -> bool {
         let layout = self.layout;
@@ -424,6 +446,18 @@ impl SlotTable {
         self.make_room(1, slot, slab_len, &hash_of);
         self.migrate_a_step(&hash_of);
         self.cur.place(hash, slot);
+    }
+
+    /// Moves the slot stored for a member with `hash` from `from` to `to`,
+    /// lower: the member's entry moved down the slab. False if `from` was
+    /// not stored. O(1) expected, and no resize (a lower slot fits).
+    pub fn reslot(&mut self, hash: u64, from: u32, to: u32) -> bool {
+        debug_assert!(to < from, "a move goes down the slab");
+        self.cur.reslot(hash, from, to)
+            || self
+                .old
+                .as_mut()
+                .is_some_and(|m| m.from.reslot(hash, from, to))
     }
 
     /// Removes `slot`, stored for a member with `hash`; false if absent.

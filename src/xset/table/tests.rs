@@ -25,12 +25,12 @@ proptest! {
     #[test]
     fn behaves_like_a_set_of_slots(
         kind in 0u8..5,
-        ops in proptest::collection::vec((0u8..5, 0u32..300), 1..600),
+        ops in proptest::collection::vec((0u8..6, 0u32..300), 1..600),
         slab_len in prop_oneof![Just(300usize), Just(70_000), Just(1 << 27)],
     ) {
         // Any slab length: slot fields wider than the bucket count
         // needs, at the hash bits' expense. The model maps each stored
-        // slot to its member.
+        // slot to its member, whose hash stays with it when it moves.
         let mut table = SlotTable::default();
         let mut model: BTreeMap<u32, u32> = BTreeMap::new();
         for (op, slot) in ops {
@@ -48,6 +48,23 @@ proptest! {
                         table.remove(hash, slot, hashes(kind, &model)),
                         member.is_some()
                     );
+                }
+                4 => {
+                    // A move down the slab, to a slot not stored.
+                    let to = (0..slot).rev().find(|s| !model.contains_key(s));
+                    match (to, model.get(&slot).copied()) {
+                        (Some(to), Some(member)) => {
+                            prop_assert!(table.reslot(hash_with(kind, member), slot, to));
+                            model.remove(&slot);
+                            model.insert(to, member);
+                            let hash = hash_with(kind, member);
+                            prop_assert_eq!(table.find(hash, |s| s == to), Some(to));
+                        }
+                        (Some(to), None) => {
+                            prop_assert!(!table.reslot(hash_with(kind, slot), slot, to));
+                        }
+                        (None, _) => {}
+                    }
                 }
                 _ => {
                     let extra = slot as usize % 50;
@@ -160,6 +177,42 @@ fn a_table_shrinks_as_its_slots_go_and_grows_back_without_thrashing() {
     assert_eq!(table.len(), N as usize);
     for s in (0..N).step_by(997) {
         assert_eq!(table.find(hash(s), |x| x == s), Some(s));
+    }
+}
+
+#[test]
+fn reslot_moves_a_slot_in_place_in_either_array() {
+    // Odd slots in, each holding the member of its own number; while
+    // a growth is under way, members move down to the even slot below.
+    let mut table = SlotTable::default();
+    let mut model: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut moved = 0;
+    for s in (0..4000).filter(|s| s % 2 == 1) {
+        model.insert(s, s);
+        table.insert(hash_with(0, s), s, 4000, hashes(0, &model));
+        if table.old.is_some() {
+            // This one (in the new array) and an older one (often in
+            // the old array still).
+            for t in [s, (s / 2) | 1] {
+                if let Some(member) = model.remove(&t) {
+                    assert!(table.reslot(hash_with(0, member), t, t - 1));
+                    model.insert(t - 1, member);
+                    moved += 1;
+                }
+            }
+            table.check_invariants(hashes(0, &model));
+        }
+    }
+    assert!(moved > 100, "{moved} moves");
+    let absent = (1..4000)
+        .find(|s| !model.contains_key(s))
+        .expect("a slot moved");
+    assert!(
+        !table.reslot(hash_with(0, absent), absent, 0),
+        "an absent slot"
+    );
+    for (&s, &member) in &model {
+        assert_eq!(table.find(hash_with(0, member), |x| x == s), Some(s));
     }
 }
 
