@@ -229,9 +229,12 @@ impl Store for Large {
             Some(e) => e.set_code(code),
             None => unreachable!("slot {slot} indexed but vacant"),
         }
-        let live = Large::holds(&self.slots, &self.far);
-        self.by_deadline
-            .replace((old, slot), (deadline_ms, slot), &live);
+        self.by_deadline.replace(
+            (old, slot),
+            (deadline_ms, slot),
+            &Large::holds(&self.slots, &self.far),
+        );
+        self.touch_slot(slot);
     }
 
     fn insert(&mut self, member: &[u8], deadline_ms: u64) {
@@ -248,6 +251,7 @@ impl Store for Large {
         if code == DeadlineCode::FAR {
             self.far.insert(slot, deadline_ms);
         }
+        self.touch_slot(slot);
         let hashes = Large::slot_hashes(&self.slots, &self.hasher);
         self.table.insert(hash, slot, self.slots.len(), hashes);
         self.by_deadline

@@ -305,6 +305,45 @@ fn removals_refills_and_pops_keep_the_slab_compact() {
     );
 }
 
+#[test]
+fn a_share_due_at_one_deadline_leaves_the_survivors_compact() {
+    // As the end-to-end benchmark's churn section loads a key: random
+    // members, a random 70% due at one deadline (so a drain pops them in
+    // slot order), the rest an hour on.
+    let mut rng = Rng(3);
+    let mut flags: Vec<bool> = (0..10_000).map(|i| i < 7_000).collect();
+    for i in (1..flags.len()).rev() {
+        flags.swap(i, rng.below(i + 1));
+    }
+    let mut s = large();
+    let mut items = Vec::new();
+    for short in flags {
+        let m = format!("{:016x}", rng.next()).into_bytes();
+        let d = if short { 5_000 } else { 3_605_000 };
+        s.add(&m, d, Presence::Any, Compare::Any, 0);
+        items.push((m, d));
+    }
+    while !s.drain_expired(5_000, 200).0.is_empty() {}
+    s.check_invariants();
+    let Repr::Large(l) = &s.repr else {
+        panic!("still large")
+    };
+    // The survivors fill the slab's bottom, but for the few holes left to
+    // inserts.
+    assert!(
+        l.slab_len() <= s.len() + s.len() / 16 + 32,
+        "{} slots for {}",
+        l.slab_len(),
+        s.len()
+    );
+    let (added, _) = fresh_bytes(&s, &items);
+    assert!(
+        s.heap_bytes() as f64 <= 1.2 * added as f64,
+        "{} bytes against {added} fresh",
+        s.heap_bytes()
+    );
+}
+
 /// Bytes a member after expiry against a fresh set of the survivors, and
 /// drain times; by hand, in release mode (see the module's doc).
 #[test]
