@@ -4,9 +4,12 @@
 
 use crate::config;
 use crate::faults::{self, Fault};
+use crate::ffi::defrag::Defrag;
 use crate::ffi::types::{self, Aof, Digest, Rdb, ValueType};
+use crate::stats;
 use crate::tracking;
 use crate::xset::encoding::{self, ENCODING_VERSION, Sink, Source};
+use crate::xset::relocate::Relocate;
 use crate::xset::{MAX_DEADLINE_MS, NO_DEADLINE, XSet};
 use redis_module::native_types::RedisType;
 use std::ffi::CStr;
@@ -136,5 +139,35 @@ impl ValueType for XSet {
     fn unlinked(&self, db: i32, key: &[u8]) {
         let deadline_ms = self.next_deadline();
         tracking::with(|t| t.relocate(db, key, deadline_ms, None));
+    }
+
+    /// The core walks its buffers; `INFO xset` counts what moved.
+    fn defrag(&mut self, d: &mut Defrag, cursor: u64) -> Option<u64> {
+        let before = d.moved();
+        let next = self.relocate(d, cursor);
+        stats::record_defrag(d.moved() - before, next.is_none());
+        next
+    }
+}
+
+/// The module's global defrag pass: a slice of the active-expiry index
+/// moves to fresh nodes (the sets themselves move through their type's
+/// callback).
+pub fn defrag_globals(d: &mut Defrag) {
+    tracking::with(|t| t.relocate_some(d));
+}
+
+impl Relocate for Defrag {
+    fn vec<T>(&mut self, v: &mut Vec<T>) {
+        Defrag::vec(self, v);
+    }
+    fn slice<T>(&mut self, b: &mut Box<[T]>) {
+        Defrag::slice(self, b);
+    }
+    fn boxed<T>(&mut self, b: &mut Box<T>) {
+        Defrag::boxed(self, b);
+    }
+    fn should_stop(&mut self) -> bool {
+        Defrag::should_stop(self)
     }
 }

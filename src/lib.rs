@@ -109,6 +109,7 @@ impl ffi::load::Module for Xset {
         ffi::server::load_configs(ctx);
         ffi::server::set_module_options(ctx);
         // Subscriptions come last: nothing after them may refuse the load.
+        ffi::defrag::register_global(ctx, datatype::defrag_globals);
         register_commands(ctx)?;
         ffi::command::create_add_words()?;
         ffi::server::subscribe::<hooks::Server>(ctx)?;

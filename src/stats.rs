@@ -9,6 +9,8 @@ static ACTIVE_EXPIRED: AtomicU64 = AtomicU64::new(0);
 static CYCLES: AtomicU64 = AtomicU64::new(0);
 static CYCLE_TIME_US: AtomicU64 = AtomicU64::new(0);
 static COMMAND_PANICS: AtomicU64 = AtomicU64::new(0);
+static DEFRAG_MOVED: AtomicU64 = AtomicU64::new(0);
+static DEFRAG_WALKS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts members reclaimed because a command touched their key.
 pub fn record_lazy(n: usize) {
@@ -31,8 +33,17 @@ pub fn record_command_panic() {
     COMMAND_PANICS.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Counts buffers the server's active defrag moved in one call of a set's
+/// defrag callback, and whether that call finished the set's walk.
+pub fn record_defrag(moved: usize, finished: bool) {
+    DEFRAG_MOVED.fetch_add(moved as u64, Ordering::Relaxed);
+    if finished {
+        DEFRAG_WALKS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// The counters as `INFO` fields, in order.
-pub fn fields() -> [(&'static str, u64); 5] {
+pub fn fields() -> [(&'static str, u64); 7] {
     let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     [
         ("expired_members_lazy", load(&LAZY_EXPIRED)),
@@ -40,5 +51,7 @@ pub fn fields() -> [(&'static str, u64); 5] {
         ("active_expire_cycles", load(&CYCLES)),
         ("active_expire_time_us", load(&CYCLE_TIME_US)),
         ("command_panics_caught", load(&COMMAND_PANICS)),
+        ("defrag_walks", load(&DEFRAG_WALKS)),
+        ("defrag_moved", load(&DEFRAG_MOVED)),
     ]
 }

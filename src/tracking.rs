@@ -15,24 +15,51 @@
 //! a stale entry until its deadline, but can never make the timer touch the
 //! wrong memory.
 
+use crate::xset::relocate::Relocate;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
+/// Entries a defrag pass moves to fresh nodes (see
+/// [`KeysByDeadline::relocate_some`]).
+const RELOCATE_PER_PASS: usize = 4096;
+
 /// Keys of one database ordered by earliest member deadline.
+///
+/// Active defrag rebuilds the tree a slice per pass: entries move from
+/// `by_deadline` to `moved` (fresh nodes, key names through the server's
+/// defrag), and once `by_deadline` is empty the two swap. Until then every
+/// operation looks at both sets; an entry is in exactly one of them.
 #[derive(Default, Debug)]
 pub struct KeysByDeadline {
     by_deadline: BTreeSet<(u64, Box<[u8]>)>,
+    moved: BTreeSet<(u64, Box<[u8]>)>,
 }
 
 impl KeysByDeadline {
     /// Number of entries. O(1).
     pub fn len(&self) -> usize {
-        self.by_deadline.len()
+        self.by_deadline.len() + self.moved.len()
     }
 
     /// Whether there is no entry. O(1).
     pub fn is_empty(&self) -> bool {
-        self.by_deadline.is_empty()
+        self.by_deadline.is_empty() && self.moved.is_empty()
+    }
+
+    /// Moves up to [`RELOCATE_PER_PASS`] entries into fresh tree nodes,
+    /// handing each key name to `r` (active defrag); the tree a rebuild
+    /// leaves behind is freed as it empties.
+    pub fn relocate_some(&mut self, r: &mut impl Relocate) {
+        if self.by_deadline.is_empty() {
+            std::mem::swap(&mut self.by_deadline, &mut self.moved);
+        }
+        for _ in 0..RELOCATE_PER_PASS {
+            let Some((d, mut name)) = self.by_deadline.pop_first() else {
+                break;
+            };
+            r.slice(&mut name);
+            self.moved.insert((d, name));
+        }
     }
 
     /// Moves `key` from `before` to `after` (either may be `None`: not
@@ -41,7 +68,12 @@ impl KeysByDeadline {
         if before == after {
             return;
         }
-        let reused = before.and_then(|d| self.by_deadline.take(&(d, Box::from(key))));
+        let reused = before.and_then(|d| {
+            let entry = (d, Box::from(key));
+            self.by_deadline
+                .take(&entry)
+                .or_else(|| self.moved.take(&entry))
+        });
         if let Some(d) = after {
             let name = reused.map_or_else(|| Box::from(key), |(_, k)| k);
             self.by_deadline.insert((d, name));
@@ -52,34 +84,44 @@ impl KeysByDeadline {
     /// for repairs, not the write path). O(k).
     pub fn forget_key(&mut self, key: &[u8]) {
         self.by_deadline.retain(|(_, k)| &**k != key);
+        self.moved.retain(|(_, k)| &**k != key);
     }
 
     /// Whether `key` is tracked under `deadline_ms`.
     #[cfg(test)]
     pub fn contains(&self, key: &[u8], deadline_ms: u64) -> bool {
-        self.by_deadline.contains(&(deadline_ms, Box::from(key)))
+        let entry = (deadline_ms, Box::from(key));
+        self.by_deadline.contains(&entry) || self.moved.contains(&entry)
     }
 
     /// The earliest tracked deadline. O(log k).
     pub fn next_deadline(&self) -> Option<u64> {
-        self.by_deadline.first().map(|(d, _)| *d)
+        let first = |s: &BTreeSet<(u64, Box<[u8]>)>| s.first().map(|(d, _)| *d);
+        match (first(&self.by_deadline), first(&self.moved)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Removes and returns the key with the earliest deadline if that
     /// deadline is not after `now_ms`. O(log k).
     pub fn pop_due(&mut self, now_ms: u64) -> Option<Box<[u8]>> {
-        match self.by_deadline.first() {
-            Some((d, _)) if *d <= now_ms => self.by_deadline.pop_first().map(|(_, k)| k),
+        let set = match (self.by_deadline.first(), self.moved.first()) {
+            (Some(a), Some(b)) if b < a => &mut self.moved,
+            (None, Some(_)) => &mut self.moved,
+            _ => &mut self.by_deadline,
+        };
+        match set.first() {
+            Some((d, _)) if *d <= now_ms => set.pop_first().map(|(_, k)| k),
             _ => None,
         }
     }
 
     /// Number of entries due at `now_ms`. O(log k + due).
     pub fn due_count(&self, now_ms: u64) -> usize {
-        self.by_deadline
-            .iter()
-            .take_while(|(d, _)| *d <= now_ms)
-            .count()
+        let due =
+            |s: &BTreeSet<(u64, Box<[u8]>)>| s.iter().take_while(|(d, _)| *d <= now_ms).count();
+        due(&self.by_deadline) + due(&self.moved)
     }
 }
 
@@ -90,6 +132,13 @@ pub struct Tracking {
 }
 
 impl Tracking {
+    /// One active-defrag pass over the index: a slice of each database's.
+    pub fn relocate_some(&mut self, r: &mut impl Relocate) {
+        for index in self.dbs.values_mut() {
+            index.relocate_some(r);
+        }
+    }
+
     /// Moves `key` of `db` from `before` to `after` (`None`: not tracked).
     pub fn relocate(&mut self, db: i32, key: &[u8], before: Option<u64>, after: Option<u64>) {
         if before == after || (after.is_none() && !self.dbs.contains_key(&db)) {
@@ -213,6 +262,46 @@ pub fn sizes(now_ms: u64) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::xset::relocate::testing::Copier;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Defrag passes between updates and pops change nothing an
+        /// operation sees: the index behaves as a plain sorted set.
+        #[test]
+        fn a_rebuild_in_slices_behaves_as_one_index(
+            ops in proptest::collection::vec((0u8..4, 0u32..10_000, 0u64..100), 0..3000),
+        ) {
+            let mut i = KeysByDeadline::default();
+            let mut model: BTreeSet<(u64, Vec<u8>)> = BTreeSet::new();
+            let mut r = Copier::default();
+            for (op, k, d) in ops {
+                let key = format!("key:{k}").into_bytes();
+                let before = model.iter().find(|(_, n)| *n == key).map(|(d, _)| *d);
+                match op {
+                    0 => {
+                        i.relocate(&key, before, Some(d));
+                        if let Some(b) = before { model.remove(&(b, key.clone())); }
+                        model.insert((d, key));
+                    }
+                    1 => {
+                        i.relocate(&key, before, None);
+                        if let Some(b) = before { model.remove(&(b, key)); }
+                    }
+                    2 => {
+                        let popped = i.pop_due(d).map(|k| k.to_vec());
+                        let want = model.first().filter(|(fd, _)| *fd <= d).cloned();
+                        if let Some(w) = &want { model.remove(w); }
+                        prop_assert_eq!(popped, want.map(|(_, k)| k));
+                    }
+                    _ => i.relocate_some(&mut r),
+                }
+                prop_assert_eq!(i.len(), model.len());
+                prop_assert_eq!(i.next_deadline(), model.first().map(|(d, _)| *d));
+                prop_assert_eq!(i.due_count(50), model.iter().filter(|(d, _)| *d <= 50).count());
+            }
+        }
+    }
 
     #[test]
     fn relocates_and_pops_in_deadline_order() {

@@ -25,6 +25,7 @@ macro_rules! api {
 
 pub mod alloc;
 pub mod command;
+pub mod defrag;
 pub mod key;
 pub mod load;
 pub mod reply;

@@ -5,10 +5,11 @@
 //! there logs and degrades (a load fails, a digest is partial), it never
 //! aborts the server.
 
+use super::defrag::Defrag;
 use super::server;
 use redis_module::logging::{RedisLogLevel, log_io_error, log_warning};
 use redis_module::{RedisBuffer, raw};
-use std::ffi::{CStr, c_void};
+use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// What a value of a module data type does when the server calls it.
@@ -36,6 +37,10 @@ pub trait ValueType: Sized {
     /// overwrite, key expiry, eviction, the source of `RENAME`/`MOVE`; not
     /// `FLUSHDB`). Main thread only.
     fn unlinked(&self, db: i32, key: &[u8]);
+    /// Hands the value's buffers to `d` (active defrag), from `cursor` (0
+    /// to start) until `d` says stop; returns where to resume, or `None`
+    /// when done.
+    fn defrag(&mut self, d: &mut Defrag, cursor: u64) -> Option<u64>;
 }
 
 fn guarded<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
@@ -288,6 +293,29 @@ unsafe extern "C" fn copy<T: ValueType>(
     })
 }
 
+/// The server's defrag callback: moves the value's own block, then walks
+/// its buffers. A big value (its `free_effort` above the server's
+/// `active-defrag-max-scan-fields`) is walked in time slices: a walk that
+/// stops leaves its cursor and returns 1, and the server calls again.
+unsafe extern "C" fn defrag<T: ValueType>(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    value: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the server passes its context and its pointer to a value of
+    // this type, a block of its allocator that the key owns.
+    let mut d = unsafe { Defrag::new(ctx) };
+    unsafe { d.value(value) };
+    let cursor = d.cursor();
+    // SAFETY: `*value` is the (possibly moved) value, borrowed only here.
+    let v = unsafe { &mut *(*value).cast::<T>() };
+    let next = guarded("defrag", None, || v.defrag(&mut d, cursor.unwrap_or(0)));
+    match next {
+        Some(c) if cursor.is_some() => c_int::from(d.set_cursor(c)),
+        _ => 0,
+    }
+}
+
 unsafe extern "C" fn free_effort<T: ValueType>(
     _key: *mut raw::RedisModuleString,
     value: *const c_void,
@@ -335,7 +363,7 @@ pub const fn methods<T: ValueType>() -> raw::RedisModuleTypeMethods {
         free_effort: Some(free_effort::<T>),
         unlink: None,
         copy: Some(copy::<T>),
-        defrag: None,
+        defrag: Some(defrag::<T>),
         copy2: None,
         free_effort2: None,
         mem_usage2: None,

@@ -147,6 +147,13 @@ impl Entry {
         }
     }
 
+    /// Hands the member's heap bytes, if any, to `r` (active defrag).
+    pub fn relocate<R: super::relocate::Relocate>(&mut self, r: &mut R) {
+        if let Entry::Heap { bytes, .. } = self {
+            r.slice(bytes);
+        }
+    }
+
     /// Bytes the member holds on the heap, as jemalloc rounds them.
     pub fn heap_bytes(&self) -> usize {
         match self {

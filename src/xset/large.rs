@@ -23,6 +23,7 @@ use super::entry::{DeadlineCode, Entry};
 use super::hash::MemberHasher;
 use super::member::{self, Member};
 use super::order::DeadlineIndex;
+use super::relocate::Relocate;
 use super::slab::{Probe, Slab};
 use super::store::{Items, Store};
 use super::table::SlotTable;
@@ -51,6 +52,39 @@ pub struct Large {
 }
 
 impl Large {
+    /// One step of a relocation walk (active defrag): step 0 the slab's
+    /// bookkeeping, the hash table and the index's deque of chunks; then a
+    /// step per slab chunk (its entries' long members included); then one
+    /// per index chunk. Goes on from `step` until `r` says stop, and
+    /// returns the next step, or `None` once past the last. The map of far
+    /// deadlines (rare, small) is left where it is.
+    pub fn relocate<R: Relocate>(&mut self, r: &mut R, mut step: u64) -> Option<u64> {
+        loop {
+            let slab_chunks = self.slots.chunk_count() as u64;
+            let index_chunks = self.by_deadline.chunk_count() as u64;
+            match step {
+                0 => {
+                    self.slots.relocate_books(r);
+                    self.table.relocate(r);
+                    self.by_deadline.relocate_books(r);
+                }
+                s if s <= slab_chunks => {
+                    self.slots
+                        .relocate_chunk((s - 1) as usize, r, |e, r| e.relocate(r));
+                }
+                s if s - slab_chunks <= index_chunks => {
+                    self.by_deadline
+                        .relocate_chunk((s - slab_chunks - 1) as usize, r);
+                }
+                _ => return None,
+            }
+            step += 1;
+            if r.should_stop() {
+                return Some(step);
+            }
+        }
+    }
+
     fn entry(&self, slot: u32) -> &Entry {
         match self.slots.get(slot as usize) {
             Some(e) => e,

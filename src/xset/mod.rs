@@ -29,6 +29,7 @@ mod integer;
 mod large;
 mod member;
 mod order;
+pub mod relocate;
 mod sample;
 mod slab;
 mod small;
@@ -44,6 +45,7 @@ pub use sample::Draws;
 pub use window::{Bound, BoundValue, Window};
 
 use large::Large;
+use relocate::Relocate;
 use small::Small;
 use store::Store;
 
@@ -282,6 +284,25 @@ impl XSet {
     /// small: O(n).
     pub fn live_len(&self, now_ms: u64) -> usize {
         with_store!(self, s => s.live_len(now_ms))
+    }
+
+    /// Hands the set's allocations to `r` for the server's active defrag,
+    /// from `cursor` (0 to start) until `r` says stop; returns where to
+    /// resume, or `None` when the walk is done. The set holds the same
+    /// members and deadlines afterwards, whatever `r` moved.
+    pub fn relocate<R: Relocate>(&mut self, r: &mut R, cursor: u64) -> Option<u64> {
+        match &mut self.repr {
+            Repr::Small(s) => {
+                s.relocate(r);
+                None
+            }
+            Repr::Large(large) => {
+                if cursor == 0 {
+                    r.boxed(large);
+                }
+                large.relocate(r, cursor)
+            }
+        }
     }
 
     /// The heap bytes this set holds, for `MEMORY USAGE`. O(1) large, O(1)

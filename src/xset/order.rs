@@ -65,6 +65,7 @@
 //! ask `live` only about the part of a leaf that a window cuts, when that
 //! leaf holds stale pairs; iteration skips the pairs `live` denies.
 
+use super::relocate::{self, Relocate};
 use super::touch;
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -1685,6 +1686,28 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     ) -> impl DoubleEndedIterator<Item = Key> + 'a {
         self.range(Cursor { c: 0, l: 0, p: 0 }, self.end())
             .filter(move |&k| live(k))
+    }
+
+    /// Chunks of leaves: the steps of a relocation walk
+    /// ([`DeadlineIndex::relocate_chunk`]).
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Hands the deque of chunks to `r` (active defrag).
+    pub fn relocate_books<R: Relocate>(&mut self, r: &mut R) {
+        relocate::deque(&mut self.chunks, r);
+    }
+
+    /// Hands chunk `c`'s deque of leaves, then each leaf's records, to `r`;
+    /// nothing past the last chunk.
+    pub fn relocate_chunk<R: Relocate>(&mut self, c: usize, r: &mut R) {
+        if let Some(chunk) = self.chunks.get_mut(c) {
+            relocate::deque(&mut chunk.leaves, r);
+            for leaf in chunk.leaves.iter_mut() {
+                r.slice(&mut leaf.recs);
+            }
+        }
     }
 
     /// Heap bytes held, as jemalloc rounds them. O(1).

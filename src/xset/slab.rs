@@ -28,6 +28,8 @@
 //! 4. the bookkeeping vectors hold at most four times their length (or
 //!    [`SPARE`] elements), so that they shrink with the slab.
 
+use super::relocate::Relocate;
+
 /// Positions per chunk.
 pub(super) const CHUNK: usize = 1024;
 
@@ -99,6 +101,36 @@ impl<T> Slab<T> {
     /// Number of positions, vacant ones included. O(1).
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Number of chunks, freed ones included: the steps of a relocation
+    /// walk ([`Slab::relocate_chunk`]).
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Hands the bookkeeping vectors' buffers to `r` (active defrag).
+    pub fn relocate_books<R: Relocate>(&mut self, r: &mut R) {
+        r.vec(&mut self.chunks);
+        r.vec(&mut self.counts);
+        r.vec(&mut self.vacant);
+        r.vec(&mut self.summary);
+    }
+
+    /// Hands chunk `c`'s buffer to `r`, then each of its values to `each`;
+    /// nothing past the last chunk.
+    pub fn relocate_chunk<R: Relocate>(
+        &mut self,
+        c: usize,
+        r: &mut R,
+        each: impl Fn(&mut T, &mut R),
+    ) {
+        if let Some(chunk) = self.chunks.get_mut(c) {
+            r.vec(chunk);
+            for value in chunk.iter_mut().flatten() {
+                each(value, r);
+            }
+        }
     }
 
     /// Number of vacant positions below [`Slab::len`]. O(1).

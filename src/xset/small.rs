@@ -245,6 +245,11 @@ fn unlink_entry(buf: &mut Vec<u8>, pos: SmallPos) {
 }
 
 impl Small {
+    /// Hands the buffer to `r` (active defrag).
+    pub fn relocate<R: super::relocate::Relocate>(&mut self, r: &mut R) {
+        r.slice(&mut self.buf);
+    }
+
     /// The entries' bytes.
     fn bytes(&self) -> &[u8] {
         &self.buf[..self.used as usize]

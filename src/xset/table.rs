@@ -635,6 +635,14 @@ impl SlotTable {
         slab_len == 0 || self.cur.layout.fits(slab_len as u32 - 1)
     }
 
+    /// Hands the bucket arrays to `r` (active defrag).
+    pub fn relocate<R: super::relocate::Relocate>(&mut self, r: &mut R) {
+        r.slice(&mut self.cur.buckets);
+        if let Some(m) = &mut self.old {
+            r.slice(&mut m.from.buckets);
+        }
+    }
+
     /// Heap bytes held, as jemalloc rounds them.
     pub fn heap_bytes(&self) -> usize {
         let size = |b: &Buckets| {
