@@ -51,5 +51,8 @@ fn every_python_example_runs_under_resp2_and_resp3() {
     );
     // Two runs (RESP2, RESP3) of at least one block per recipe and the README's.
     let passed = stdout.lines().filter(|l| l.starts_with("ok ")).count();
-    assert!(passed >= 2 * 8, "only {passed} Python block runs:\n{stdout}");
+    assert!(
+        passed >= 2 * 8,
+        "only {passed} Python block runs:\n{stdout}"
+    );
 }
