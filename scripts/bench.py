@@ -1419,6 +1419,20 @@ def bench_big(args):
 
 # ---------------------------------------------------------------- main
 
+def machine():
+    """What the report says the run ran on: CPU model, memory, OS."""
+    info = dict(platform=platform.platform())
+    try:
+        with open("/proc/cpuinfo") as f:
+            info["cpu"] = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+        with open("/proc/meminfo") as f:
+            kb = int(next(l.split()[1] for l in f if l.startswith("MemTotal")))
+        info["memory"] = f"{kb / 2**20:.0f} GiB RAM"
+    except (OSError, StopIteration, ValueError):
+        pass
+    return info
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="smaller sizes, 1 run (smoke test)")
@@ -1443,7 +1457,8 @@ def main():
     print(f"xset bench: {version}; xset {commit}; {os.cpu_count()} CPUs; {platform.platform()}; "
           f"runs={args.runs}{' (quick)' if args.quick else ''}", flush=True)
     report = dict(redis=version, xset_commit=commit, cpus=os.cpu_count(), runs=args.runs,
-                  quick=args.quick, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                  quick=args.quick, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                  machine=machine())
     sections = {"throughput": bench_throughput, "big": bench_big, "memory": bench_memory,
                 "expiry": bench_expiry, "churn": bench_churn, "rdb": bench_rdb, "load": bench_load,
                 "verbs": bench_verbs, "instructions": bench_instructions}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the JSON of a `scripts/bench` run (the test suite runs `--quick`):
 every section is there, every peer of every table was measured, and the
-figures the README quotes are positive and finite. It asserts no speed and
+figures BENCHMARKS.md shows are positive and finite. It asserts no speed and
 no ratio: those are shown by the bench, on a machine that is shared and
 noisy, not tested. What it catches is a bench that no longer measures what
 it prints: a peer that stopped running, a floor module that did not build,

@@ -21,3 +21,23 @@ ensure_deps() {
     exit 1
   fi
 }
+
+# A Python virtual environment in target/pyenv holding the pinned packages of
+# scripts/python-requirements.txt (redis-py for tests/python.rs, matplotlib
+# for scripts/bench_report.py), from PyPI. Made again when the pins change.
+# Prints nothing on success; the interpreter is target/pyenv/bin/python.
+ensure_pyenv() {
+  local env=target/pyenv req=scripts/python-requirements.txt
+  if [ -x "$env/bin/python" ] && cmp -s "$req" "$env/requirements.txt"; then
+    return 0
+  fi
+  echo "xset: installing $(grep -vE '^\s*(#|$)' "$req" | tr '\n' ' ')into $env (PyPI)" >&2
+  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends python3-venv >&2
+  fi
+  rm -rf "$env"
+  python3 -m venv "$env" >&2
+  "$env/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
+  cp "$req" "$env/requirements.txt"
+}

@@ -120,9 +120,9 @@ pub fn propagate_persist(ctx: &Context, key: &impl KeyName, members: &[&[u8]]) {
 /// hands every event to the modules subscribed to its class whatever that
 /// config says (`moduleNotifyKeyspaceEvent`, 7.0 to 8.x and Valkey), and no
 /// module API tells whether another module subscribed to module-class
-/// events (RediSearch does, for RedisJSON). Unheard, the call costs about
-/// 0.4-0.5% of the server CPU of a refresh `XSET.ADD` (perf, 1k and 1M
-/// members), not worth a check that only holds with no other module loaded.
+/// events (RediSearch does, for RedisJSON). Unheard, the call costs well
+/// under 1% of an add's server CPU (`docs/design.md`), not worth a check
+/// that only holds with no other module loaded.
 pub fn notify(ctx: &Context, event: &CStr, key: &impl KeyName) {
     server::notify(ctx, NotifyEvent::MODULE, event, key);
 }

@@ -1,8 +1,9 @@
 //! What the server reports about xset's commands is the one table, and the
-//! README's reference says the same: `COMMAND DOCS` of every command
-//! (summary, complexity, the full argument tree rendered as a syntax line)
-//! and `COMMAND INFO` (arity, key specs, ACL categories where the server
-//! has them) are compared with the README's reference rows. ACL rules by
+//! command reference (`docs/commands/README.md`) says the same: `COMMAND
+//! DOCS` of every command (summary, complexity, the full argument tree
+//! rendered as a syntax line) and `COMMAND INFO` (arity, key specs, ACL
+//! categories where the server has them) are compared with the reference's
+//! rows. ACL rules by
 //! category and by command name are checked against real users. What the
 //! server offers for ACL categories is probed, never read from its version.
 
@@ -45,7 +46,7 @@ fn list(v: Option<&Value>) -> Vec<Value> {
     }
 }
 
-/// One argument of `COMMAND DOCS`, rendered as the README writes syntax.
+/// One argument of `COMMAND DOCS`, rendered as the command reference writes syntax.
 fn render(arg: &Value) -> String {
     let a = pairs(arg);
     let kind = a.get("type").map(text).unwrap_or_default();
@@ -74,15 +75,20 @@ fn render(arg: &Value) -> String {
     }
 }
 
-/// The README's reference rows: syntax -> (summary, complexity, ACL).
+/// The command reference's rows (`docs/commands/README.md`): syntax ->
+/// (summary, complexity, ACL).
 fn readme_rows() -> BTreeMap<String, (String, String, String)> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    readme
+    let index = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/commands/README.md"
+    ))
+    .expect("docs/commands/README.md");
+    index
         .lines()
         .filter_map(|l| {
-            let rest = l.strip_prefix("| `XSET.")?;
-            let (syntax, cells) = rest.split_once("` | ")?;
+            let rest = l.strip_prefix("| [`XSET.")?;
+            let (syntax, cells) = rest.split_once("`](")?;
+            let (_, cells) = cells.split_once(") | ")?;
             if !syntax.contains(' ') {
                 return None;
             }
@@ -148,7 +154,7 @@ fn acl_support(c: &mut Connection) -> AclSupport {
 }
 
 #[test]
-fn command_docs_match_the_readme_reference() {
+fn command_docs_match_the_command_reference() {
     let s = Server::start(&[]);
     let mut c = s.conn();
     let rows = readme_rows();
@@ -165,7 +171,7 @@ fn command_docs_match_the_readme_reference() {
         }
         let row = rows
             .get(&syntax)
-            .unwrap_or_else(|| panic!("README has no row for `{syntax}`"));
+            .unwrap_or_else(|| panic!("the command reference has no row for `{syntax}`"));
         assert_eq!(
             doc.get("summary").map(text).as_deref(),
             Some(row.0.as_str())
@@ -192,7 +198,7 @@ fn command_info_arity_keys_and_categories() {
         let Some(Value::Array(fields)) = info.first() else {
             panic!("no COMMAND INFO for {name}");
         };
-        // Arity: the shortest form in the README's syntax (required words).
+        // Arity: the shortest form in the reference's syntax (required words).
         let arity = match &fields[1] {
             Value::Int(a) => *a,
             other => panic!("{other:?}"),
@@ -306,7 +312,7 @@ fn acl_rules_by_category_and_by_command_name() {
     let mut c = s.conn();
     q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
     let support = acl_support(&mut c);
-    // By command name, on every server (the README's rules for 7.0).
+    // By command name, on every server (the rules docs/operations.md shows for 7.0).
     for rule in [
         "ACL SETUSER reader on >pw ~* +get +xset.has +xset.mhas +xset.members +xset.card +xset.ttl",
         "ACL SETUSER writer on >pw ~* +@all -xset.add -xset.addex",

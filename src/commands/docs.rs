@@ -57,8 +57,8 @@ pub fn page(spec: &CommandSpec, hand_written: &str) -> String {
 /// Where the index of the pages lives, relative to the repository root.
 pub const INDEX_PATH: &str = "docs/commands/README.md";
 
-/// The index of the pages: every command of `specs` with its syntax and
-/// summary, linked to its page.
+/// The index of the pages: every command of `specs` with its syntax,
+/// summary, complexity and ACL categories, linked to its page.
 pub fn index(specs: &[CommandSpec]) -> String {
     let mut out = String::from(
         "<!-- Generated from the command table (src/commands/mod.rs) by\n     \
@@ -68,15 +68,28 @@ pub fn index(specs: &[CommandSpec]) -> String {
          One page per command, each generated from the command table that also\n\
          registers the command with the server, so `COMMAND DOCS` says the same.\n\
          Every example on every page runs in `tests/readme.rs`.\n\n\
-         | Command | Summary |\n|---|---|\n",
+         Notation, as in Redis's docs: `[x]` optional, `<a|b>` exactly one of them,\n\
+         `x [x ...]` one or more. In complexities n is the set's size and k the\n\
+         number of members named. On a primary, any command that finds due members\n\
+         in its key first reclaims up to 1024 of them, O(log n) each. ACL\n\
+         categories apply on servers that give module commands categories (Redis\n\
+         7.2 and later, Valkey 8 and later), which also add `@xset` where a module\n\
+         may add a category of its own.\n\n\
+         | Command | Summary | Complexity | ACL categories |\n|---|---|---|---|\n",
     );
     for spec in specs {
         let _ = writeln!(
             out,
-            "| [`{}`]({}.md) | {} |",
+            "| [`{}`]({}.md) | {} | {} | {} |",
             syntax(spec).replace('|', "\\|"),
             spec.name,
-            spec.summary
+            spec.summary,
+            spec.complexity,
+            spec.acl
+                .split(' ')
+                .map(|c| format!("@{c}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         );
     }
     out

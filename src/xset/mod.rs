@@ -217,9 +217,8 @@ const EPOCH_MASK: u32 = (1 << 23) - 1;
 /// instructions after it, which go on while the line arrives (what a
 /// prefetch instruction does, without `unsafe` in the core). For the large
 /// encoding's table and index, which fetch what a command will read next.
-/// A real prefetch instruction (`_mm_prefetch`) in its place measured the
-/// same: 2.17 against 2.20 µs an add at 1M members, 2.74 against 2.74 at
-/// 10M (two servers side by side, refreshes to random deadlines).
+/// A real prefetch instruction (`_mm_prefetch`) would need `unsafe`, which
+/// the crate allows only in `src/ffi`.
 #[inline(always)]
 fn touch<T: Copy>(x: &T) {
     std::hint::black_box(*x);

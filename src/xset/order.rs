@@ -241,10 +241,9 @@ const FAR: u32 = u32::MAX;
 /// splits keeps, and its new half gets, the class that holds their pairs;
 /// a leaf that hands pairs to a neighbour drops to the class of what it
 /// kept; leaves grow a class at a time. With random deadlines (leaves 85%
-/// full on average) the index then takes 9.2 bytes a pair where
-/// full-size leaves took 10.1, for 1-4% more CPU an add at 10M
-/// members (the reallocations; a class of room left after a split or a
-/// spill took nothing off them). Those cut short by far-apart deadlines
+/// full on average) that saves about a byte a pair over full-size leaves,
+/// for the reallocations when a leaf changes class. Those cut short by
+/// far-apart deadlines
 /// ([`DeadlineIndex::insert_spanning`]) start small too, so that a sparse
 /// index does not spend a kilobyte a pair.
 fn capacity_for(n: usize) -> usize {
@@ -670,9 +669,8 @@ impl Leaf {
 /// many 40-byte headers (10 KB), and a full chunk's deque, grown by
 /// doubling, fills 256 headers exactly (jemalloc's 10240-byte class). At
 /// 10M members with random deadlines that is about 510 chunks, 32 KB of
-/// chunk headers, which the search for a pair's chunk finds in cache where
-/// 63 leaves a chunk made 2,060 chunks and 130 KB: 3.02 against 3.11 µs an
-/// add at 10M, the same at 1M (two servers side by side, 10 rounds each).
+/// chunk headers: few enough that the search for a pair's chunk finds them
+/// in cache.
 pub(super) const CHUNK_CAP: usize = 255;
 
 /// Leaf headers kept together: the leaves of one stretch of the index, the
@@ -835,8 +833,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let guess = interpolate(t - first, end - first, n).clamp(1, n - 1);
         for leaf in chunk.leaves.range(guess..(guess + 2).min(n)) {
             // The first pair, which the search reads, and a count, which
-            // the insert reads. (Touching the records' address as well
-            // measured no better: 3.98 against 3.84 µs an op at 10M.)
+            // the insert reads.
             touch(&leaf.first_deadline);
             touch(&leaf.stale);
         }
