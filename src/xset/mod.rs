@@ -594,10 +594,14 @@ impl XSet {
     pub fn drain_expired(&mut self, now_ms: u64, limit: usize) -> (Vec<Member>, Option<u64>) {
         let mut removed = Vec::new();
         with_store_mut!(self, s => {
-            while removed.len() < limit {
-                match s.pop_soonest_until(now_ms) {
-                    Some((member, _)) => removed.push(member),
-                    None => break,
+            'pops: while removed.len() < limit {
+                let batch = (limit - removed.len()).min(large::WARM_BATCH);
+                s.warm_pops(now_ms, batch);
+                for _ in 0..batch {
+                    match s.pop_soonest_until(now_ms) {
+                        Some((member, _)) => removed.push(member),
+                        None => break 'pops,
+                    }
                 }
             }
         });
