@@ -45,6 +45,7 @@ pub use window::{Bound, BoundValue, Window};
 
 use large::Large;
 use small::Small;
+use std::ops::ControlFlow;
 use store::Store;
 
 /// Which existing state an add may touch (`ZADD`'s `NX`/`XX`).
@@ -636,6 +637,24 @@ impl XSet {
             with_store!(self, s => s.iter_between(live.lo(), live.hi(), rev))
         };
         items
+    }
+
+    /// Passes the members of [`XSet::iter_window`], in its order, to `f`
+    /// until `f` breaks. As many as [`XSet::count_window`] counts. Costs
+    /// what `iter_window` costs, walked without a call per member through
+    /// a boxed iterator.
+    pub fn for_each_in_window<'a>(
+        &'a self,
+        window: Window,
+        now_ms: u64,
+        rev: bool,
+        f: impl FnMut(&'a [u8], u64) -> ControlFlow<()>,
+    ) {
+        let live = window.live_at(now_ms);
+        if live.is_empty() {
+            return;
+        }
+        let _ = with_store!(self, s => s.for_each_between(live.lo(), live.hi(), rev, f));
     }
 
     /// How many members live at `now_ms` have a deadline in `window`. Large:
