@@ -59,8 +59,9 @@ pub fn xset_count(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
 /// members without a deadline count as latest), only those whose deadline
 /// lies in the window when `BYDEADLINE` is given (right after the key, bounds
 /// in that order even with `REV`). `WITHTTL` follows each member with its TTL
-/// in milliseconds (-1: no deadline). The reply is written as the members
-/// are walked, not built first. O(log n + offset + count).
+/// in milliseconds (-1: no deadline). Equal deadlines come in byte order.
+/// The reply is written as the members are walked, not built first.
+/// O(log n + offset + count).
 pub fn xset_members(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let mut window = Window::ALL;
     let mut rev = false;

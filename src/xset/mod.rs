@@ -34,6 +34,7 @@ mod slab;
 mod small;
 mod store;
 mod table;
+mod ties;
 mod window;
 
 pub use deadline::{MAX_DEADLINE_MS, NO_DEADLINE};
@@ -639,10 +640,12 @@ impl XSet {
         items
     }
 
-    /// Passes the members of [`XSet::iter_window`], in its order, to `f`
-    /// until `f` breaks. As many as [`XSet::count_window`] counts. Costs
-    /// what `iter_window` costs, walked without a call per member through
-    /// a boxed iterator.
+    /// Passes the members of [`XSet::iter_window`] to `f` in the order
+    /// replies list them: equal deadlines by their bytes (reversed when
+    /// `rev`), until `f` breaks. As many as [`XSet::count_window`] counts.
+    /// Costs what `iter_window` costs, walked without a call per member
+    /// through a boxed iterator, plus a check of each run of equal
+    /// deadlines and a sort of a run that is out of byte order.
     pub fn for_each_in_window<'a>(
         &'a self,
         window: Window,
@@ -654,7 +657,13 @@ impl XSet {
         if live.is_empty() {
             return;
         }
-        let _ = with_store!(self, s => s.for_each_between(live.lo(), live.hi(), rev, f));
+        let mut ties = ties::TiesInByteOrder::new(rev, f);
+        let walked = with_store!(self, s => {
+            s.for_each_between(live.lo(), live.hi(), rev, |m, d| ties.push(m, d))
+        });
+        if walked.is_continue() {
+            let _ = ties.finish();
+        }
     }
 
     /// How many members live at `now_ms` have a deadline in `window`. Large:
