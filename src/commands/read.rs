@@ -4,13 +4,14 @@
 //! has passed.
 
 use super::parse::{Target, is, once, parse_i64, parse_u64, parse_window, value_of};
-use super::reply::{WithTtl, bulk, int, pttl};
+use super::reply::{MemberStream, WithTtl, bulk, int, pttl};
 use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::keyspace::{with_live_read, with_read};
 use crate::xset::{NO_DEADLINE, Window, XSet, glob_match};
 use redis_module::{Context, RedisResult, RedisValue};
+use std::ops::ControlFlow;
 
 /// `XSET.HAS key member`: 1 if live, else 0. O(1).
 pub fn xset_has(ctx: &Context, args: &[CmdArg]) -> RedisResult {
@@ -58,7 +59,9 @@ pub fn xset_count(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
 /// members without a deadline count as latest), only those whose deadline
 /// lies in the window when `BYDEADLINE` is given (right after the key, bounds
 /// in that order even with `REV`). `WITHTTL` follows each member with its TTL
-/// in milliseconds (-1: no deadline). O(log n + offset + count).
+/// in milliseconds (-1: no deadline). Equal deadlines come in byte order.
+/// The reply is written as the members are walked, not built first.
+/// O(log n + offset + count).
 pub fn xset_members(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let mut window = Window::ALL;
     let mut rev = false;
@@ -95,7 +98,7 @@ pub fn xset_members(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult
         }
         pos += 1;
     }
-    let shape = WithTtl::for_client(ctx);
+    let shape = with_ttl.then(|| WithTtl::for_client(ctx));
     with_read(ctx, &args[1], clock, |set| {
         let Some(set) = set else {
             return Ok(RedisValue::Array(Vec::new()));
@@ -105,16 +108,28 @@ pub fn xset_members(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult
         }
         let take = usize::try_from(count).unwrap_or(usize::MAX);
         let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-        let mut out = Vec::new();
-        let live = set.iter_window(window, clock.now_ms, rev);
-        for (member, deadline_ms) in live.skip(skip).take(take) {
-            if with_ttl {
-                shape.push(&mut out, member, pttl(deadline_ms, clock.now_ms));
-            } else {
-                out.push(bulk(member));
-            }
+        let len = set
+            .count_window(window, clock.now_ms)
+            .saturating_sub(skip)
+            .min(take);
+        let mut out = MemberStream::start(ctx, len, shape, clock.now_ms);
+        if len == 0 {
+            return Ok(RedisValue::NoReply);
         }
-        Ok(RedisValue::Array(out))
+        let mut skipped = 0;
+        set.for_each_in_window(window, clock.now_ms, rev, |member, deadline_ms| {
+            if skipped < skip {
+                skipped += 1;
+                return ControlFlow::Continue(());
+            }
+            out.push(member, deadline_ms);
+            if out.is_full() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        Ok(RedisValue::NoReply)
     })
 }
 

@@ -68,22 +68,70 @@ pub fn stream_members<'m>(
     with_ttl: Option<WithTtl>,
     now_ms: u64,
 ) -> RedisValue {
-    let flat_ttl = with_ttl.is_some_and(|s| !s.pairs);
-    let elements = if flat_ttl { len.saturating_mul(2) } else { len };
-    let mut out = Array::start(ctx, elements, errors::INTERNAL_REPLY_CUT);
-    for (i, (member, deadline_ms)) in members.take(len).enumerate() {
-        if i == len / 2 && faults::hit(Fault::ReplyMidway) {
+    let mut out = MemberStream::start(ctx, len, with_ttl, now_ms);
+    for (member, deadline_ms) in members.take(len) {
+        out.push(member, deadline_ms);
+    }
+    RedisValue::NoReply
+}
+
+/// An array of members being replied straight to the client, as
+/// [`stream_members`] replies one, for a caller that is handed its
+/// members one at a time. Elements not pushed by the time it is dropped
+/// are padded with errors.
+pub struct MemberStream<'c> {
+    out: Array<'c>,
+    len: usize,
+    pushed: usize,
+    with_ttl: Option<WithTtl>,
+    now_ms: u64,
+}
+
+impl<'c> MemberStream<'c> {
+    /// Starts the array of `len` members. Call it once nothing else can
+    /// fail: the command has replied from here on.
+    pub fn start(
+        ctx: &'c Context,
+        len: usize,
+        with_ttl: Option<WithTtl>,
+        now_ms: u64,
+    ) -> MemberStream<'c> {
+        let flat_ttl = with_ttl.is_some_and(|s| !s.pairs);
+        let elements = if flat_ttl { len.saturating_mul(2) } else { len };
+        MemberStream {
+            out: Array::start(ctx, elements, errors::INTERNAL_REPLY_CUT),
+            len,
+            pushed: 0,
+            with_ttl,
+            now_ms,
+        }
+    }
+
+    /// Whether all `len` members are written.
+    pub fn is_full(&self) -> bool {
+        self.pushed >= self.len
+    }
+
+    /// Writes the next member (nothing once all `len` are written).
+    #[inline]
+    pub fn push(&mut self, member: &[u8], deadline_ms: u64) {
+        if self.is_full() {
+            return;
+        }
+        if self.pushed == self.len / 2 && faults::hit(Fault::ReplyMidway) {
             panic!("fault injected halfway through a streamed reply");
         }
-        let ttl = pttl(deadline_ms, now_ms);
-        match with_ttl {
-            None => out.bulk(member),
-            Some(WithTtl { pairs: true }) => out.bulk_integer_pair(member, ttl),
+        self.pushed += 1;
+        match self.with_ttl {
+            None => self.out.bulk(member),
+            Some(WithTtl { pairs: true }) => {
+                self.out
+                    .bulk_integer_pair(member, pttl(deadline_ms, self.now_ms));
+            }
             Some(WithTtl { pairs: false }) => {
-                out.bulk(member);
-                out.integer(ttl);
+                self.out.bulk(member);
+                self.out.integer(pttl(deadline_ms, self.now_ms));
             }
         }
     }
-    RedisValue::NoReply
 }

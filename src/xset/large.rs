@@ -28,6 +28,7 @@ use super::slab::{Probe, Slab};
 use super::store::{Items, Store};
 use super::table::SlotTable;
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 mod compact;
 
@@ -386,6 +387,30 @@ impl Store for Large {
             Box::new(range.rev().map(pick))
         } else {
             Box::new(range.map(pick))
+        }
+    }
+
+    /// Walks the index's leaves in place: a member a step, with no
+    /// boxed iterator in between, and one fetch of each pair's entry both
+    /// to see that the pair is its member's and to read the member.
+    fn for_each_between<'a>(
+        &'a self,
+        lo: u64,
+        hi: u64,
+        rev: bool,
+        mut f: impl FnMut(&'a [u8], u64) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let mut range = self.by_deadline.between(lo, hi, |_| true);
+        let mut pick = move |(d, s): (u64, u32)| match self.slots.get(s as usize) {
+            Some(e) if e.code().exact().or_else(|| self.far.get(&s).copied()) == Some(d) => {
+                f(e.member(), d)
+            }
+            _ => ControlFlow::Continue(()),
+        };
+        if rev {
+            range.rev().try_for_each(&mut pick)
+        } else {
+            range.try_for_each(&mut pick)
         }
     }
 

@@ -35,6 +35,7 @@ mod slab;
 mod small;
 mod store;
 mod table;
+mod ties;
 mod window;
 
 pub use deadline::{MAX_DEADLINE_MS, NO_DEADLINE};
@@ -47,6 +48,7 @@ pub use window::{Bound, BoundValue, Window};
 use large::Large;
 use relocate::Relocate;
 use small::Small;
+use std::ops::ControlFlow;
 use store::Store;
 
 /// Which existing state an add may touch (`ZADD`'s `NX`/`XX`).
@@ -660,6 +662,32 @@ impl XSet {
             with_store!(self, s => s.iter_between(live.lo(), live.hi(), rev))
         };
         items
+    }
+
+    /// Passes the members of [`XSet::iter_window`] to `f` in the order
+    /// replies list them: equal deadlines by their bytes (reversed when
+    /// `rev`), until `f` breaks. As many as [`XSet::count_window`] counts.
+    /// Costs what `iter_window` costs, walked without a call per member
+    /// through a boxed iterator, plus a check of each run of equal
+    /// deadlines and a sort of a run that is out of byte order.
+    pub fn for_each_in_window<'a>(
+        &'a self,
+        window: Window,
+        now_ms: u64,
+        rev: bool,
+        f: impl FnMut(&'a [u8], u64) -> ControlFlow<()>,
+    ) {
+        let live = window.live_at(now_ms);
+        if live.is_empty() {
+            return;
+        }
+        let mut ties = ties::TiesInByteOrder::new(rev, f);
+        let walked = with_store!(self, s => {
+            s.for_each_between(live.lo(), live.hi(), rev, |m, d| ties.push(m, d))
+        });
+        if walked.is_continue() {
+            let _ = ties.finish();
+        }
     }
 
     /// How many members live at `now_ms` have a deadline in `window`. Large:

@@ -3,6 +3,7 @@
 //! written once, in `mod.rs`.
 
 use super::member::Member;
+use std::ops::ControlFlow;
 
 /// Boxed iterators over `(member, deadline)`: both encodings hand these out.
 pub type Items<'a> = Box<dyn Iterator<Item = (&'a [u8], u64)> + 'a>;
@@ -58,6 +59,20 @@ pub trait Store {
     /// Stored members whose deadline lies in `lo..=hi`, expired or not, in
     /// deadline order (reversed when `rev`); none when `lo > hi`.
     fn iter_between(&self, lo: u64, hi: u64, rev: bool) -> Items<'_>;
+    /// Passes what [`Store::iter_between`] yields to `f`, until `f`
+    /// breaks; an encoding walks it without a boxed iterator where that
+    /// pays.
+    fn for_each_between<'a>(
+        &'a self,
+        lo: u64,
+        hi: u64,
+        rev: bool,
+        f: impl FnMut(&'a [u8], u64) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let mut f = f;
+        self.iter_between(lo, hi, rev)
+            .try_for_each(|(m, d)| f(m, d))
+    }
     /// How many stored members have a deadline in `lo..=hi`.
     fn count_between(&self, lo: u64, hi: u64) -> usize;
     /// Every stored member in deadline order.
