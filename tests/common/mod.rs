@@ -143,9 +143,11 @@ impl Server {
                 return server;
             }
             // The port was taken between probing and binding, or the
-            // server failed: try again on another port.
+            // server failed: try again on another port, in the same
+            // directory (which this attempt's drop must not remove).
             let _ = server.child.kill();
             let _ = server.child.wait();
+            server.dir = PathBuf::new();
         }
         panic!("{} did not start; log:\n{}", server_bin(), read_log(&dir));
     }
