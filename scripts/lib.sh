@@ -22,12 +22,13 @@ ensure_deps() {
   fi
 }
 
-# A Python virtual environment in target/pyenv holding the pinned packages of
-# scripts/python-requirements.txt (redis-py for tests/python.rs, matplotlib
+# A Python virtual environment ENV (default target/pyenv) holding the
+# pinned packages of the requirements file REQ (default
+# scripts/python-requirements.txt: redis-py for tests/python.rs, matplotlib
 # for scripts/bench_report.py), from PyPI. Made again when the pins change.
-# Prints nothing on success; the interpreter is target/pyenv/bin/python.
+# Prints nothing on success; the interpreter is ENV/bin/python.
 ensure_pyenv() {
-  local env=target/pyenv req=scripts/python-requirements.txt
+  local env=${1:-target/pyenv} req=${2:-scripts/python-requirements.txt}
   if [ -x "$env/bin/python" ] && cmp -s "$req" "$env/requirements.txt"; then
     return 0
   fi

@@ -6,7 +6,8 @@
 //!
 //! The interpreter is `XSET_PYTHON`, else `target/pyenv/bin/python`, the
 //! virtual environment that `scripts/test` makes with the pinned packages
-//! of `scripts/python-requirements.txt`.
+//! of `scripts/python-requirements.txt` and the client library of
+//! `clients/python` (README.md's example uses it).
 
 mod common;
 
@@ -25,8 +26,9 @@ fn python() -> PathBuf {
     };
     assert!(
         p.exists(),
-        "{} is missing: run scripts/test, which installs redis-py into target/pyenv \
-         (or name an interpreter that has redis-py 5+ in XSET_PYTHON)",
+        "{} is missing: run scripts/test, which installs redis-py and clients/python \
+         into target/pyenv (or name an interpreter that has redis-py 5+ and \
+         redis-xset in XSET_PYTHON)",
         p.display()
     );
     p
