@@ -842,7 +842,7 @@ def bench_expiry(args):
               "Targets (issue): xset reclaimed in < 1 s, PING p99 < 2 ms, max < 15 ms (checked "
               "on the medians). Reference on this machine class: Redis key expiry 2.4-2.7 s,",
               "PING max ~30 ms; ZREMRANGEBYSCORE stalled ~400 ms. Module defaults: "
-              "xset.active-expire-period-ms 100, xset.active-expire-budget-us 1000."])
+              "xset.active-expire-period-ms 100, xset.active-expire-budget-us 750."])
     return out
 
 # ---------------------------------------------------------------- churn

@@ -30,7 +30,7 @@ lazy_static! {
 /// Default, least and greatest value of each numeric setting.
 pub const PERIOD_MS_RANGE: (i64, i64, i64) = (100, 1, 60_000);
 /// See [`PERIOD_MS_RANGE`].
-pub const BUDGET_US_RANGE: (i64, i64, i64) = (1000, 10, 1_000_000);
+pub const BUDGET_US_RANGE: (i64, i64, i64) = (750, 10, 1_000_000);
 /// See [`PERIOD_MS_RANGE`].
 pub const SMALL_MAX_MEMBERS_RANGE: (i64, i64, i64) = (128, 0, 4096);
 /// See [`PERIOD_MS_RANGE`].

@@ -116,11 +116,11 @@ fn cycle(ctx: &Context) -> u64 {
     }
     let budget_us = config::budget_us();
     if BEHIND.load(Ordering::Relaxed)
-        && micros_since_epoch() < LAST_SLICE_END_US.load(Ordering::Relaxed) + budget_us / 2
+        && micros_since_epoch() < LAST_SLICE_END_US.load(Ordering::Relaxed) + budget_us / 4
     {
         // Keep a gap after the last slice so clients are served in between,
         // even when the timer and a fast slice fall in the same loop turn.
-        return 1;
+        return 0;
     }
     let started = Instant::now();
     let budget = Duration::from_micros(budget_us);
@@ -148,9 +148,10 @@ fn cycle(ctx: &Context) -> u64 {
     let next = tracking::with(|t| t.next_deadline());
     BEHIND.store(next.is_some_and(|d| d <= now), Ordering::Relaxed);
     match next {
-        // Behind: the fast slices before each sleep carry on; the timer
-        // comes back as soon as it can.
-        Some(d) if d <= now => 1,
+        // Behind: the fast slices before each sleep carry on, and the
+        // timer comes back on the next loop turn (a timer of 0 ms keeps the
+        // event loop from sleeping a whole millisecond between slices).
+        Some(d) if d <= now => 0,
         Some(d) => (d - now).clamp(1, period),
         None => period,
     }
