@@ -11,6 +11,7 @@ static CYCLE_TIME_US: AtomicU64 = AtomicU64::new(0);
 static COMMAND_PANICS: AtomicU64 = AtomicU64::new(0);
 static DEFRAG_MOVED: AtomicU64 = AtomicU64::new(0);
 static DEFRAG_WALKS: AtomicU64 = AtomicU64::new(0);
+static DEFRAG_STOPS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts members reclaimed because a command touched their key.
 pub fn record_lazy(n: usize) {
@@ -34,16 +35,20 @@ pub fn record_command_panic() {
 }
 
 /// Counts buffers the server's active defrag moved in one call of a set's
-/// defrag callback, and whether that call finished the set's walk.
+/// defrag callback, and whether that call finished the set's walk or
+/// paused it (a big set's walk, resumed from a cursor later).
 pub fn record_defrag(moved: usize, finished: bool) {
     DEFRAG_MOVED.fetch_add(moved as u64, Ordering::Relaxed);
-    if finished {
-        DEFRAG_WALKS.fetch_add(1, Ordering::Relaxed);
-    }
+    let counter = if finished {
+        &DEFRAG_WALKS
+    } else {
+        &DEFRAG_STOPS
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The counters as `INFO` fields, in order.
-pub fn fields() -> [(&'static str, u64); 7] {
+pub fn fields() -> [(&'static str, u64); 8] {
     let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     [
         ("expired_members_lazy", load(&LAZY_EXPIRED)),
@@ -52,6 +57,7 @@ pub fn fields() -> [(&'static str, u64); 7] {
         ("active_expire_time_us", load(&CYCLE_TIME_US)),
         ("command_panics_caught", load(&COMMAND_PANICS)),
         ("defrag_walks", load(&DEFRAG_WALKS)),
+        ("defrag_walks_paused", load(&DEFRAG_STOPS)),
         ("defrag_moved", load(&DEFRAG_MOVED)),
     ]
 }

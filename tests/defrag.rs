@@ -164,3 +164,104 @@ fn active_defrag_moves_the_sets_allocations_and_keeps_every_member() {
     assert!(moved > 0 && walks > 0, "INFO xset counts the moves");
     assert_eq!(digests(&mut c, &keys), before, "defrag changed a value");
 }
+
+/// Big sets walked in slices (every set is over a tiny
+/// `active-defrag-max-scan-fields`), with adds and removals between the
+/// slices: each set ends holding exactly what the writes left.
+#[test]
+fn writes_between_the_slices_of_a_walk_keep_every_member() {
+    let server = Server::start(&[]);
+    let mut c = server.conn();
+    if try_q::<String>(&mut c, c!["CONFIG", "SET", "activedefrag", "no"]).is_err()
+        || try_q::<String>(&mut c, c!["CONFIG", "SET", "activedefrag", "yes"]).is_err()
+    {
+        eprintln!("defrag: this server refuses activedefrag; nothing to walk");
+        return;
+    }
+    q::<String>(&mut c, c!["CONFIG", "SET", "activedefrag", "no"]);
+    let member = |k: u64, i: u64| format!("a-member-long-enough-for-its-own-block-{k}-{i}");
+    let keys = 8u64;
+    let mut model: Vec<std::collections::BTreeSet<String>> = vec![Default::default(); 8];
+    for k in 0..keys {
+        let mut p = redis::pipe();
+        for i in 0..6000 {
+            p.cmd("XSET.ADD")
+                .arg(format!("w:{k}"))
+                .arg(member(k, i))
+                .arg(3600)
+                .ignore();
+            model[k as usize].insert(member(k, i));
+        }
+        for i in (0..6000).filter(|i| i % 3 != 0) {
+            p.cmd("XSET.REM")
+                .arg(format!("w:{k}"))
+                .arg(member(k, i))
+                .ignore();
+            model[k as usize].remove(&member(k, i));
+        }
+        p.query::<()>(&mut c).expect("fill and thin a set");
+    }
+    for (name, value) in [
+        ("active-defrag-max-scan-fields", "10"),
+        ("active-defrag-ignore-bytes", "1"),
+        ("active-defrag-threshold-lower", "0"),
+        ("active-defrag-cycle-min", "50"),
+        ("active-defrag-cycle-max", "90"),
+        ("activedefrag", "yes"),
+    ] {
+        let _ = try_q::<String>(&mut c, c!["CONFIG", "SET", name, value]);
+    }
+    let walks_before = info_i64(&mut c, "xset", "xset_defrag_walks");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut next = 6000u64;
+    let mut round = 0u64;
+    // Writes go on until every set has been walked to its end a few times
+    // since they began.
+    while info_i64(&mut c, "xset", "xset_defrag_walks") < walks_before + 3 * keys as i64 {
+        assert!(
+            Instant::now() < deadline,
+            "active defrag walked too few sets"
+        );
+        let k = round % keys;
+        let mut p = redis::pipe();
+        for _ in 0..50 {
+            p.cmd("XSET.ADD")
+                .arg(format!("w:{k}"))
+                .arg(member(k, next))
+                .arg(3600)
+                .ignore();
+            model[k as usize].insert(member(k, next));
+            next += 1;
+        }
+        let gone: Vec<String> = model[k as usize]
+            .iter()
+            .step_by(7)
+            .take(40)
+            .cloned()
+            .collect();
+        for m in gone {
+            p.cmd("XSET.REM").arg(format!("w:{k}")).arg(&m).ignore();
+            model[k as usize].remove(&m);
+        }
+        p.query::<()>(&mut c).expect("write between slices");
+        round += 1;
+    }
+    q::<String>(&mut c, c!["CONFIG", "SET", "activedefrag", "no"]);
+    for k in 0..keys {
+        let mut got: Vec<String> = q(&mut c, c!["XSET.MEMBERS", format!("w:{k}")]);
+        got.sort();
+        let want: Vec<String> = model[k as usize].iter().cloned().collect();
+        assert_eq!(
+            got, want,
+            "set w:{k} after defrag with writes between slices"
+        );
+    }
+    assert!(
+        info_i64(&mut c, "xset", "xset_defrag_moved") > 0,
+        "nothing moved"
+    );
+    assert!(
+        info_i64(&mut c, "xset", "xset_defrag_walks_paused") > 0,
+        "no walk was paused and resumed"
+    );
+}
