@@ -22,14 +22,14 @@ use crate::ffi::key::{CmdArg, Key, KeyName};
 use crate::ffi::server;
 use crate::stats;
 use crate::tracking;
-use crate::xset::algebra::{Input, PlainSet};
-use crate::xset::{Member, XSet};
 use redis_module::{Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisValue, raw};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use xset_core::algebra::{Input, PlainSet};
+use xset_core::{Member, XSet};
 
 /// At most this many due members are reclaimed when a command touches a
 /// key; any rest stays hidden from replies and is left to later touches, so

@@ -15,9 +15,9 @@
 //! a stale entry until its deadline, but can never make the timer touch the
 //! wrong memory.
 
-use crate::xset::relocate::Relocate;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
+use xset_core::relocate::Relocate;
 
 /// Entries a defrag pass moves to fresh nodes (see
 /// [`KeysByDeadline::relocate_some`]).
@@ -262,8 +262,8 @@ pub fn sizes(now_ms: u64) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xset::relocate::testing::Copier;
     use proptest::prelude::*;
+    use xset_core::relocate::testing::Copier;
 
     proptest! {
         /// Defrag passes between updates and pops change nothing an

@@ -102,12 +102,8 @@ fn references(code: &str, module: &[String], is_mod_file: bool) -> Vec<Vec<Strin
 fn the_import_graph_has_no_cycle_and_the_leaves_stay_leaves() {
     let mut paths = Vec::new();
     rust_files(&src(), &mut paths);
-    let files: BTreeMap<Vec<String>, PathBuf> = paths
-        .iter()
-        // `src/xset/tests.rs` is a test module of the core.
-        .filter(|p| !p.ends_with("xset/tests.rs"))
-        .map(|p| (module_of(p), p.clone()))
-        .collect();
+    let files: BTreeMap<Vec<String>, PathBuf> =
+        paths.iter().map(|p| (module_of(p), p.clone())).collect();
     let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
     for (module, file) in &files {
         let text = std::fs::read_to_string(file).expect("read source");
@@ -127,9 +123,6 @@ fn the_import_graph_has_no_cycle_and_the_leaves_stay_leaves() {
         for to in tos {
             if from.first().is_some_and(|f| f == "ffi") {
                 assert_eq!(to[0], "ffi", "{} imports {}", name(from), name(to));
-            }
-            if from.first().is_some_and(|f| f == "xset") {
-                assert_eq!(to[0], "xset", "{} imports {}", name(from), name(to));
             }
         }
     }

@@ -21,10 +21,10 @@ use crate::errors::{self, err};
 use crate::faults::{self, Fault};
 use crate::ffi::key::CmdArg;
 use crate::keyspace::{self, with_write};
-use crate::xset::{AddOutcome, Compare, Presence};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use smallvec::SmallVec;
 use std::collections::HashMap;
+use xset_core::{AddOutcome, Compare, Presence};
 
 /// Members and absolute deadlines, one of them inline: an add of one
 /// member, the common case, allocates nothing to hold it.

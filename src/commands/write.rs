@@ -18,8 +18,8 @@ use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::ffi::server::ContextFlags;
 use crate::keyspace::{self, with_write};
-use crate::xset::{ExpireCondition, ExpireOutcome, PersistOutcome};
 use redis_module::{Context, RedisResult};
+use xset_core::{ExpireCondition, ExpireOutcome, PersistOutcome};
 
 /// `XSET.REM key member [member ...]`: replies how many live members were
 /// removed. An expired member still stored is reclaimed but not counted.

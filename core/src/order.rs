@@ -1799,7 +1799,7 @@ mod tests {
 
     #[test]
     fn leaves_fit_their_size_class() {
-        use crate::xset::member::allocation_size;
+        use crate::member::allocation_size;
         assert_eq!(Leaf::new().heap_bytes(), 1024);
         assert_eq!(allocation_size(LEAF_CAP * 8), 1024);
         // Every class below the full one is a size class exactly, and

@@ -19,6 +19,8 @@
 //! `now_ms`. A member is *live* at `now_ms` when its deadline is strictly
 //! greater than `now_ms`; [`NO_DEADLINE`] means it never expires.
 
+#![forbid(unsafe_code)]
+
 pub mod algebra;
 mod deadline;
 pub mod encoding;
@@ -220,7 +222,7 @@ const EPOCH_MASK: u32 = (1 << 23) - 1;
 /// prefetch instruction does, without `unsafe` in the core). For the large
 /// encoding's table and index, which fetch what a command will read next.
 /// A real prefetch instruction (`_mm_prefetch`) would need `unsafe`, which
-/// the crate allows only in `src/ffi`.
+/// the core forbids.
 #[inline(always)]
 fn touch<T: Copy>(x: &T) {
     std::hint::black_box(*x);
