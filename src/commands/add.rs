@@ -24,7 +24,7 @@ use crate::keyspace::{self, with_write};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use smallvec::SmallVec;
 use std::collections::HashMap;
-use xset_core::{AddOutcome, Compare, Presence};
+use xset_core::{AddOutcome, Compare, Presence, add_outcome};
 
 /// Members and absolute deadlines, one of them inline: an add of one
 /// member, the common case, allocates nothing to hold it.
@@ -263,15 +263,11 @@ fn run_add(ctx: &Context, key: &CmdArg, clock: Clock, req: AddRequest) -> RedisR
             // (where the conditions let the command touch them).
             let (mut incoming, mut outgoing) = (0usize, 0usize);
             for (m, d) in &pairs {
-                match set.live_deadline_of(m.as_slice(), now_ms) {
-                    None if *d > now_ms && presence != Presence::OnlyExisting => incoming += 1,
-                    Some(current)
-                        if *d <= now_ms
-                            && presence != Presence::OnlyNew
-                            && compare.allows(current, *d) =>
-                    {
-                        outgoing += 1
-                    }
+                // Only live members count: an expired one is absent here.
+                let live = set.live_deadline_of(m.as_slice(), now_ms);
+                match add_outcome(live, live.is_some(), *d, now_ms, presence, compare) {
+                    AddOutcome::Added => incoming += 1,
+                    AddOutcome::Removed => outgoing += 1,
                     _ => {}
                 }
             }
