@@ -15,6 +15,7 @@
 pub mod add;
 pub mod algebra;
 pub mod docs;
+pub mod grammar;
 pub mod parse;
 pub mod random;
 pub mod read;
