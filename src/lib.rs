@@ -13,18 +13,18 @@
 
 #![deny(unsafe_code)]
 
-pub mod clock;
-pub mod commands;
-pub mod config;
-pub mod datatype;
-pub mod errors;
-pub mod expiry;
-pub mod faults;
-pub mod ffi;
-pub mod hooks;
-pub mod keyspace;
-pub mod stats;
-pub mod tracking;
+mod clock;
+mod commands;
+mod config;
+mod datatype;
+mod errors;
+mod expiry;
+mod faults;
+mod ffi;
+mod hooks;
+mod keyspace;
+mod stats;
+mod tracking;
 
 use datatype::XSET_TYPE;
 use redis_module::{Context, InfoContext};

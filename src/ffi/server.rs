@@ -38,11 +38,6 @@ impl ContextFlags {
         self.0 & (raw::REDISMODULE_CTX_FLAGS_MULTI | raw::REDISMODULE_CTX_FLAGS_LUA) != 0
     }
 
-    /// A script or function is running.
-    pub fn in_script(self) -> bool {
-        self.0 & raw::REDISMODULE_CTX_FLAGS_LUA != 0
-    }
-
     /// The client speaks RESP3 (`HELLO 3`).
     pub fn resp3(self) -> bool {
         self.0 & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
