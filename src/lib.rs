@@ -111,7 +111,7 @@ impl ffi::load::Module for Xset {
         // Subscriptions come last: nothing after them may refuse the load.
         ffi::defrag::register_global(ctx, datatype::defrag_globals);
         register_commands(ctx)?;
-        ffi::command::create_add_words()?;
+        ffi::server::create_add_words()?;
         ffi::server::subscribe::<hooks::Server>(ctx)?;
         expiry::start(ctx);
         Ok(())

@@ -19,7 +19,7 @@ use super::reply::int;
 use crate::clock::Clock;
 use crate::faults::{self, Fault};
 use crate::ffi::key::CmdArg;
-use crate::keyspace::{self, with_write};
+use crate::keyspace::with_write;
 use redis_module::{Context, RedisResult, RedisValue};
 use xset_core::{AddOutcome, add_outcome};
 
@@ -49,7 +49,7 @@ fn run_add(ctx: &Context, key: &CmdArg, clock: Clock, req: AddRequest) -> RedisR
         origin,
         mut pairs,
     } = req;
-    with_write(ctx, key, clock, |set| {
+    with_write(ctx, key, clock, |set, effects| {
         if let Some(cap) = cap {
             // Live members after the add: members brought in (named, not
             // live now, a time in the future, no XX; a refresh is live
@@ -104,16 +104,10 @@ fn run_add(ctx: &Context, key: &CmdArg, clock: Clock, req: AddRequest) -> RedisR
             Some(max) if set.len() > max => set.pop_soonest(set.len() - max),
             _ => Vec::new(),
         };
-        keyspace::propagate_add(ctx, key, &pairs);
-        if !pairs.is_empty() {
-            keyspace::notify(ctx, c"xset.add", key);
-        }
-        if !removed.is_empty() || !trimmed.is_empty() {
-            let mut gone: Vec<&[u8]> = removed;
-            gone.extend(trimmed.iter().map(|m| &**m));
-            keyspace::propagate_rem(ctx, key, &gone);
-            keyspace::notify(ctx, c"xset.rem", key);
-        }
+        effects.added(&pairs);
+        let mut gone: Vec<&[u8]> = removed;
+        gone.extend(trimmed.iter().map(|m| &**m));
+        effects.removed(&gone, c"xset.rem");
         if want_codes {
             Ok(RedisValue::Array(
                 codes.into_iter().map(RedisValue::Integer).collect(),
