@@ -750,3 +750,48 @@ fn members_crafted_to_collide_under_an_unkeyed_hash_spread_out() {
     assert!(longest < 256, "a lookup walks {longest} buckets");
     assert!(members.iter().all(|m| set.contains(m, 0)));
 }
+
+/// [`add_outcome`] is what [`XSet::add`] does, in either encoding, for every
+/// condition, state of the member (absent, expired but stored, live) and
+/// new deadline (past, the current one, earlier, later, none).
+#[test]
+fn add_does_what_the_add_rule_says() {
+    let now = 1_000;
+    let presences = [Presence::Any, Presence::OnlyNew, Presence::OnlyExisting];
+    let compares = [Compare::Any, Compare::Greater, Compare::Less];
+    let states = [None, Some(500), Some(2_000)];
+    let deadlines = [900, 1_000, 1_500, 2_000, 3_000, NO_DEADLINE];
+    for large in [false, true] {
+        for presence in presences {
+            for compare in compares {
+                for state in states {
+                    for deadline in deadlines {
+                        let limits = Limits {
+                            max_small_members: if large { 0 } else { 128 },
+                            max_small_member_bytes: if large { 0 } else { 64 },
+                        };
+                        let mut s = XSet::with_limits(limits);
+                        s.set(b"other", 5_000);
+                        if let Some(d) = state {
+                            s.set(b"m", d);
+                        }
+                        let live = state.filter(|&d| d > now);
+                        let want =
+                            add_outcome(live, state.is_some(), deadline, now, presence, compare);
+                        let got = s.add(b"m", deadline, presence, compare, now);
+                        let case = (large, presence, compare, state, deadline);
+                        assert_eq!(got, want, "{case:?}");
+                        s.check_invariants();
+                        let after = s.live_deadline_of(b"m", now);
+                        let expected = match got {
+                            AddOutcome::Added | AddOutcome::Updated => Some(deadline),
+                            AddOutcome::Removed | AddOutcome::Ignored => None,
+                            AddOutcome::Unchanged | AddOutcome::Skipped => live,
+                        };
+                        assert_eq!(after, expected, "{case:?}");
+                    }
+                }
+            }
+        }
+    }
+}
