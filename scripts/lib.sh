@@ -42,3 +42,17 @@ ensure_pyenv() {
   "$env/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
   cp "$req" "$env/requirements.txt"
 }
+
+# The pinned cargo-fuzz (from crates.io) and a nightly toolchain, for
+# scripts/fuzz; installed when missing.
+CARGO_FUZZ_VERSION=0.13.2
+ensure_fuzz() {
+  if ! rustup toolchain list | grep -q '^nightly'; then
+    echo "xset: installing the nightly toolchain (rustup, for cargo fuzz)" >&2
+    rustup toolchain install nightly --profile minimal >&2
+  fi
+  if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
+    echo "xset: installing cargo-fuzz $CARGO_FUZZ_VERSION (crates.io)" >&2
+    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked >&2
+  fi
+}

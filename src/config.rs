@@ -2,13 +2,13 @@
 //! arguments at load): every setting, its default and its range, in one
 //! place. `lib.rs` registers them; everything else reads them here.
 
-use crate::xset::{Limits, string2ll};
 use lazy_static::lazy_static;
 use redis_module::Context;
 use redis_module::configuration::{
     ConfigurationFlags, register_bool_configuration, register_i64_configuration,
 };
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use xset_core::{Limits, string2ll};
 
 lazy_static! {
     /// `xset.active-expire`: whether the timer reclaims anything.

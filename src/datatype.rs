@@ -1,6 +1,6 @@
 //! The `xset-type` data type: what a set does when the server saves, loads,
 //! rewrites, copies, measures, digests or unlinks it. The encoding itself is
-//! the core's ([`crate::xset::encoding`]); the trampolines are in `ffi`.
+//! the core's ([`xset_core::encoding`]); the trampolines are in `ffi`.
 
 use crate::config;
 use crate::faults::{self, Fault};
@@ -8,11 +8,11 @@ use crate::ffi::defrag::Defrag;
 use crate::ffi::types::{self, Aof, Digest, Rdb, ValueType};
 use crate::stats;
 use crate::tracking;
-use crate::xset::encoding::{self, ENCODING_VERSION, Sink, Source};
-use crate::xset::relocate::Relocate;
-use crate::xset::{MAX_DEADLINE_MS, NO_DEADLINE, XSet};
 use redis_module::native_types::RedisType;
 use std::ffi::CStr;
+use xset_core::encoding::{self, ENCODING_VERSION, Sink, Source};
+use xset_core::relocate::Relocate;
+use xset_core::{MAX_DEADLINE_MS, NO_DEADLINE, XSet};
 
 /// The name the server stores in RDB files; it must never change.
 pub const TYPE_NAME: &str = "xset-type";

@@ -1,8 +1,8 @@
 //! The only code that opens keys, propagates and notifies. Commands and the
 //! expiry cycle reach sets through [`with_write`], [`with_read`],
-//! [`with_live_read`] and [`expire_due`]; what they change, they report
-//! through [`propagate_add`], [`propagate_rem`] and friends, which are
-//! written here once.
+//! [`with_live_read`] and [`expire_due`]; what a write changes, its body
+//! reports to [`Effects`], the one place that turns changes into
+//! propagation, keyspace events and the modified-key signal.
 //!
 //! Rules every path keeps:
 //! - on a primary, touching a key first reclaims its due members and
@@ -17,19 +17,17 @@ use crate::clock::{self, Clock};
 use crate::config;
 use crate::datatype::{XSET_TYPE, rebuild_commands};
 use crate::faults::{self, Fault};
-use crate::ffi::command as ffi_command;
 use crate::ffi::key::{CmdArg, Key, KeyName};
 use crate::ffi::server;
 use crate::stats;
 use crate::tracking;
-use crate::xset::algebra::{Input, PlainSet};
-use crate::xset::{Member, XSet};
 use redis_module::{Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisValue, raw};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use xset_core::algebra::{Input, PlainSet};
+use xset_core::{Member, XSet};
 
 /// At most this many due members are reclaimed when a command touches a
 /// key; any rest stays hidden from replies and is left to later touches, so
@@ -40,14 +38,64 @@ pub const LAZY_RECLAIM_LIMIT: usize = 1024;
 /// propagated `XSET.REM`).
 const EXPIRY_CHUNK: usize = 128;
 
-/// How many writes this module has propagated: every change to a set is
-/// propagated, and nothing else is, so a write changed its key exactly when
-/// this moved while it ran (see [`with_write`]).
-static PROPAGATED: AtomicU64 = AtomicU64::new(0);
+/// What a write's body did to its key, reported as it happens: each change
+/// is propagated (in absolute form) and announced by its keyspace event at
+/// once, in the order reported, and [`with_write`] signals the key as
+/// modified afterwards exactly when something was reported.
+pub struct Effects<'a, K: KeyName> {
+    ctx: &'a Context,
+    key: &'a K,
+    changed: bool,
+}
+
+impl<K: KeyName> Effects<'_, K> {
+    /// `pairs` (member, absolute deadline) were written: one `XSET.ADDEX key
+    /// PXAT MEMBERS ...` and `xset.add`. Nothing when empty.
+    pub fn added(&mut self, pairs: &[(&CmdArg, u64)]) {
+        if pairs.is_empty() {
+            return;
+        }
+        propagate_add(self.ctx, self.key, pairs);
+        notify(self.ctx, c"xset.add", self.key);
+        self.changed = true;
+    }
+
+    /// `members` were removed: one `XSET.REM` and `event` (`xset.rem`, or
+    /// `xset.expired` for a time not in the future). Nothing when empty.
+    pub fn removed<M: AsRef<[u8]>>(&mut self, members: &[M], event: &CStr) {
+        if members.is_empty() {
+            return;
+        }
+        propagate_rem(self.ctx, self.key, members);
+        notify(self.ctx, event, self.key);
+        self.changed = true;
+    }
+
+    /// `members` got deadline `deadline_ms`: one `XSET.PEXPIREAT` and
+    /// `xset.expire`. Nothing when empty.
+    pub fn deadline_set(&mut self, deadline_ms: u64, members: &[&[u8]]) {
+        if members.is_empty() {
+            return;
+        }
+        propagate_deadline(self.ctx, self.key, deadline_ms, members);
+        notify(self.ctx, c"xset.expire", self.key);
+        self.changed = true;
+    }
+
+    /// `members` lost their deadlines: one `XSET.PERSIST` and
+    /// `xset.persist`. Nothing when empty.
+    pub fn persisted(&mut self, members: &[&[u8]]) {
+        if members.is_empty() {
+            return;
+        }
+        propagate_persist(self.ctx, self.key, members);
+        notify(self.ctx, c"xset.persist", self.key);
+        self.changed = true;
+    }
+}
 
 /// Replicates `cmd key parts...` to replicas and the AOF.
-pub fn propagate(ctx: &Context, cmd: &str, key: &impl KeyName, parts: &[&[u8]]) {
-    PROPAGATED.fetch_add(1, Ordering::Relaxed);
+fn propagate(ctx: &Context, cmd: &str, key: &impl KeyName, parts: &[&[u8]]) {
     let mut argv: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
     argv.push(key.as_slice());
     argv.extend_from_slice(parts);
@@ -55,7 +103,7 @@ pub fn propagate(ctx: &Context, cmd: &str, key: &impl KeyName, parts: &[&[u8]]) 
 }
 
 /// Replicates the removal of `members` as one `XSET.REM`.
-pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &impl KeyName, members: &[M]) {
+fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &impl KeyName, members: &[M]) {
     if members.is_empty() {
         return;
     }
@@ -65,12 +113,11 @@ pub fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &impl KeyName, members:
 
 /// Replicates that `pairs` (member, absolute deadline) were written, as
 /// `XSET.ADDEX key PXAT MEMBERS n member deadline ...`.
-pub fn propagate_add(ctx: &Context, key: &impl KeyName, pairs: &[(&CmdArg, u64)]) {
+fn propagate_add(ctx: &Context, key: &impl KeyName, pairs: &[(&CmdArg, u64)]) {
     match pairs {
         [] => {}
         [(member, deadline_ms)] => {
-            PROPAGATED.fetch_add(1, Ordering::Relaxed);
-            if !ffi_command::replicate_one_member_add(ctx, key, *member, *deadline_ms) {
+            if !server::replicate_one_member_add(ctx, key, *member, *deadline_ms) {
                 propagate_add_generic(ctx, key, pairs);
             }
         }
@@ -91,7 +138,7 @@ fn propagate_add_generic(ctx: &Context, key: &impl KeyName, pairs: &[(&CmdArg, u
 }
 
 /// Replicates that `members` got deadline `deadline_ms`.
-pub fn propagate_deadline(ctx: &Context, key: &impl KeyName, deadline_ms: u64, members: &[&[u8]]) {
+fn propagate_deadline(ctx: &Context, key: &impl KeyName, deadline_ms: u64, members: &[&[u8]]) {
     if members.is_empty() {
         return;
     }
@@ -103,7 +150,7 @@ pub fn propagate_deadline(ctx: &Context, key: &impl KeyName, deadline_ms: u64, m
 }
 
 /// Replicates that `members` lost their deadlines.
-pub fn propagate_persist(ctx: &Context, key: &impl KeyName, members: &[&[u8]]) {
+fn propagate_persist(ctx: &Context, key: &impl KeyName, members: &[&[u8]]) {
     if members.is_empty() {
         return;
     }
@@ -123,7 +170,7 @@ pub fn propagate_persist(ctx: &Context, key: &impl KeyName, members: &[&[u8]]) {
 /// events (RediSearch does, for RedisJSON). Unheard, the call costs well
 /// under 1% of an add's server CPU (`docs/design.md`), not worth a check
 /// that only holds with no other module loaded.
-pub fn notify(ctx: &Context, event: &CStr, key: &impl KeyName) {
+fn notify(ctx: &Context, event: &CStr, key: &impl KeyName) {
     server::notify(ctx, NotifyEvent::MODULE, event, key);
 }
 
@@ -167,15 +214,19 @@ fn publish_expired(ctx: &Context, key: &impl KeyName, gone: &[Member]) {
 /// Opens `key` for writing and runs `body` on its set: an empty set when the
 /// key is absent (stored afterwards only if `body` left members in it). On a
 /// primary, due members are reclaimed first. A set left empty is deleted.
-/// The key is signalled as modified only if something was propagated for
-/// it, i.e. it changed.
-pub fn with_write(
+/// `body` reports what it changed to its [`Effects`]; the key is signalled
+/// as modified only if something changed (a lazy reclaim included).
+pub fn with_write<K: KeyName>(
     ctx: &Context,
-    key: &impl KeyName,
+    key: &K,
     clock: Clock,
-    body: impl FnOnce(&mut XSet) -> RedisResult,
+    body: impl FnOnce(&mut XSet, &mut Effects<'_, K>) -> RedisResult,
 ) -> RedisResult {
-    let propagated_before = PROPAGATED.load(Ordering::Relaxed);
+    let mut effects = Effects {
+        ctx,
+        key,
+        changed: false,
+    };
     let handle = Key::open(ctx, key, true, 0);
     let existing = handle
         .get_value_mut::<XSet>(&XSET_TYPE)
@@ -191,12 +242,13 @@ pub fn with_write(
             if clock.primary && tracked.flatten().is_some_and(|d| d <= clock.now_ms) {
                 let n = reclaim_due(ctx, key, set, clock.now_ms, LAZY_RECLAIM_LIMIT);
                 stats::record_lazy(n);
+                effects.changed |= n > 0;
             }
             set
         }
         None => fresh.insert(XSet::with_limits(config::limits())),
     };
-    let reply = body(set);
+    let reply = body(set, &mut effects);
     let empty = set.is_empty();
     let next = set.next_deadline();
     let db = server::selected_db(ctx);
@@ -217,7 +269,7 @@ pub fn with_write(
             }
         }
     }
-    if PROPAGATED.load(Ordering::Relaxed) != propagated_before {
+    if effects.changed {
         server::signal_modified(ctx, key);
     }
     reply
@@ -296,7 +348,7 @@ fn read_at(
             Read::Reclaimed(clock) => clock,
         }
     };
-    with_write(ctx, key, clock, |_| Ok(RedisValue::NoReply))?;
+    with_write(ctx, key, clock, |_, _| Ok(RedisValue::NoReply))?;
     let handle = Key::open(ctx, key, false, 0);
     body(
         handle

@@ -7,38 +7,38 @@
 //!
 //! The layers, each importing only those below it:
 //! `lib` → `hooks` → `commands`, `expiry` → `keyspace` → `datatype`,
-//! `tracking` → `clock`, `config`, `stats`, `errors`, `faults` → `ffi` →
-//! `xset` (the pure core). `unsafe` is allowed in `ffi` only.
+//! `tracking` → `clock`, `config`, `stats`, `errors`, `faults` → `ffi`; all
+//! of them may use the pure core, the `xset-core` crate (`core/`), which
+//! sees none of them. `unsafe` is allowed in `ffi` only.
 
 #![deny(unsafe_code)]
 
-pub mod clock;
-pub mod commands;
-pub mod config;
-pub mod datatype;
-pub mod errors;
-pub mod expiry;
-pub mod faults;
-pub mod ffi;
-pub mod hooks;
-pub mod keyspace;
-pub mod stats;
-pub mod tracking;
-pub mod xset;
+mod clock;
+mod commands;
+mod config;
+mod datatype;
+mod errors;
+mod expiry;
+mod faults;
+mod ffi;
+mod hooks;
+mod keyspace;
+mod stats;
+mod tracking;
 
 use datatype::XSET_TYPE;
 use redis_module::{Context, InfoContext};
 use std::ffi::{CStr, c_int};
 
 /// Rust allocations go through the server's allocator so that `INFO
-/// memory`, `MEMORY USAGE` and `maxmemory` see them; unit tests and the
-/// core's benchmarks run without a server and use the system allocator.
-#[cfg(not(any(test, feature = "system-alloc")))]
+/// memory`, `MEMORY USAGE` and `maxmemory` see them; unit tests run
+/// without a server and use the system allocator.
+#[cfg(not(test))]
 mod allocator {
     pub type Chosen = crate::ffi::alloc::ServerAlloc;
     pub const CHOSEN: Chosen = crate::ffi::alloc::ServerAlloc;
 }
-#[cfg(any(test, feature = "system-alloc"))]
+#[cfg(test)]
 mod allocator {
     pub type Chosen = std::alloc::System;
     pub const CHOSEN: Chosen = std::alloc::System;
@@ -111,7 +111,7 @@ impl ffi::load::Module for Xset {
         // Subscriptions come last: nothing after them may refuse the load.
         ffi::defrag::register_global(ctx, datatype::defrag_globals);
         register_commands(ctx)?;
-        ffi::command::create_add_words()?;
+        ffi::server::create_add_words()?;
         ffi::server::subscribe::<hooks::Server>(ctx)?;
         expiry::start(ctx);
         Ok(())

@@ -15,9 +15,9 @@
 //! a stale entry until its deadline, but can never make the timer touch the
 //! wrong memory.
 
-use crate::xset::relocate::Relocate;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
+use xset_core::relocate::Relocate;
 
 /// Entries a defrag pass moves to fresh nodes (see
 /// [`KeysByDeadline::relocate_some`]).
@@ -202,11 +202,6 @@ impl Tracking {
         self.dbs.values().map(KeysByDeadline::len).sum()
     }
 
-    /// Whether nothing is tracked.
-    pub fn is_empty(&self) -> bool {
-        self.dbs.is_empty()
-    }
-
     /// Keys due at `now_ms` over all databases.
     pub fn due_count(&self, now_ms: u64) -> usize {
         self.dbs.values().map(|i| i.due_count(now_ms)).sum()
@@ -262,8 +257,8 @@ pub fn sizes(now_ms: u64) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xset::relocate::testing::Copier;
     use proptest::prelude::*;
+    use xset_core::relocate::testing::Copier;
 
     proptest! {
         /// Defrag passes between updates and pops change nothing an
@@ -338,6 +333,6 @@ mod tests {
         assert_eq!(all.len(), 2);
         assert_eq!(all.next_deadline(), Some(10));
         all.flush(-1);
-        assert!(all.is_empty());
+        assert_eq!(all.len(), 0);
     }
 }

@@ -1,7 +1,7 @@
 //! Set algebra: `XSET.INTER`, `XSET.UNION`, `XSET.DIFF` (with their
 //! `*STORE` forms) and `XSET.INTERCARD`, over xsets, plain Redis sets and
 //! missing keys. Each result member carries the deadline the core
-//! aggregates ([`crate::xset::algebra`]): the earliest of its deadlines in
+//! aggregates ([`xset_core::algebra`]): the earliest of its deadlines in
 //! an intersection, the latest in a union, the first key's in a
 //! difference.
 //!
@@ -18,9 +18,9 @@ use crate::config;
 use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::keyspace::{Kind, replace_with, with_operands};
-use crate::xset::algebra::{self, Input};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::ffi::CStr;
+use xset_core::algebra::{self, Input};
 
 /// Which operation a command runs.
 #[derive(Clone, Copy)]

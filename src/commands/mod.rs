@@ -14,7 +14,9 @@
 
 pub mod add;
 pub mod algebra;
-pub mod docs;
+#[cfg(test)]
+mod docs;
+pub mod grammar;
 pub mod parse;
 pub mod random;
 pub mod read;
@@ -691,7 +693,9 @@ fn debug_fault(_ctx: &Context, args: &[CmdArg], _clock: Clock) -> RedisResult {
 
 /// The command's syntax line as the README's reference shows it: its name
 /// in upper case, then its arguments (`[...]` optional, `<a|b>` one of,
-/// `x [x ...]` repeatable).
+/// `x [x ...]` repeatable). For the pages of `docs/commands/`, which the
+/// docs tests write and check.
+#[cfg(test)]
 pub fn syntax(spec: &CommandSpec) -> String {
     let mut out = spec.name.to_ascii_uppercase();
     for a in spec.args {
@@ -701,6 +705,7 @@ pub fn syntax(spec: &CommandSpec) -> String {
     out
 }
 
+#[cfg(test)]
 fn render(a: &Arg) -> String {
     use crate::ffi::command::ArgKind;
     let mut s = match a.kind {

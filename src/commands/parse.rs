@@ -6,8 +6,8 @@
 
 use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
-use crate::xset::{Bound, BoundValue, MAX_DEADLINE_MS, Window, string2ll};
 use redis_module::{RedisError, RedisValue};
+use xset_core::{Bound, BoundValue, MAX_DEADLINE_MS, Window, string2ll};
 
 /// Parses a signed 64-bit integer exactly as Redis does ([`string2ll`]):
 /// optional `-`, no `+`, no spaces, no leading zeros.

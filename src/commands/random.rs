@@ -19,7 +19,7 @@ use super::reply::{WithTtl, bulk, pttl, stream_members};
 use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
-use crate::keyspace::{self, with_read, with_write};
+use crate::keyspace::{with_read, with_write};
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -172,7 +172,7 @@ pub fn xset_pop(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     };
     let key = &args[1];
     let now_ms = clock.write_ms();
-    with_write(ctx, key, clock, |set| {
+    with_write(ctx, key, clock, |set, effects| {
         let want = count.unwrap_or(1);
         let popped = if soonest {
             set.pop_soonest_live(now_ms, want)
@@ -181,8 +181,7 @@ pub fn xset_pop(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
         };
         if !popped.is_empty() {
             let members: Vec<&[u8]> = popped.iter().map(|(m, _)| m.as_slice()).collect();
-            keyspace::propagate_rem(ctx, key, &members);
-            keyspace::notify(ctx, c"xset.rem", key);
+            effects.removed(&members, c"xset.rem");
         }
         Ok(match count {
             None => single_reply(popped.first().map(|(m, _)| m)),

@@ -9,9 +9,9 @@ use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::keyspace::{with_live_read, with_read};
-use crate::xset::{NO_DEADLINE, Window, XSet, glob_match};
 use redis_module::{Context, RedisResult, RedisValue};
 use std::ops::ControlFlow;
+use xset_core::{NO_DEADLINE, Window, XSet, glob_match};
 
 /// `XSET.HAS key member`: 1 if live, else 0. O(1).
 pub fn xset_has(ctx: &Context, args: &[CmdArg]) -> RedisResult {

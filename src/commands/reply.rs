@@ -4,8 +4,8 @@ use crate::errors;
 use crate::faults::{self, Fault};
 use crate::ffi::reply::Array;
 use crate::ffi::server::ContextFlags;
-use crate::xset::NO_DEADLINE;
 use redis_module::{Context, RedisValue};
+use xset_core::NO_DEADLINE;
 
 /// An integer reply from a count.
 pub fn int(n: usize) -> RedisValue {

@@ -17,9 +17,9 @@ use crate::clock::Clock;
 use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::ffi::server::ContextFlags;
-use crate::keyspace::{self, with_write};
-use crate::xset::{ExpireCondition, ExpireOutcome, PersistOutcome};
+use crate::keyspace::with_write;
 use redis_module::{Context, RedisResult};
+use xset_core::{ExpireCondition, ExpireOutcome, PersistOutcome};
 
 /// `XSET.REM key member [member ...]`: replies how many live members were
 /// removed. An expired member still stored is reclaimed but not counted.
@@ -27,7 +27,7 @@ use redis_module::{Context, RedisResult};
 pub fn xset_rem(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let key = &args[1];
     let now_ms = clock.write_ms();
-    with_write(ctx, key, clock, |set| {
+    with_write(ctx, key, clock, |set, effects| {
         let mut live = 0;
         let mut gone: Vec<&[u8]> = Vec::new();
         for m in &args[2..] {
@@ -38,10 +38,7 @@ pub fn xset_rem(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
                 }
             }
         }
-        if !gone.is_empty() {
-            keyspace::propagate_rem(ctx, key, &gone);
-            keyspace::notify(ctx, c"xset.rem", key);
-        }
+        effects.removed(&gone, c"xset.rem");
         Ok(int(live))
     })
 }
@@ -101,7 +98,7 @@ fn expire_family(
     let target = Target::parse(args, if condition.is_some() { 4 } else { 3 })?;
     let condition = condition.unwrap_or(ExpireCondition::Always);
     let now_ms = clock.write_ms();
-    with_write(ctx, key, clock, |set| {
+    with_write(ctx, key, clock, |set, effects| {
         let members = target.members();
         let mut codes = Vec::with_capacity(members.len());
         let mut changed: Vec<&[u8]> = Vec::new();
@@ -115,14 +112,8 @@ fn expire_family(
             }
             codes.push(outcome as i64);
         }
-        if !changed.is_empty() {
-            keyspace::propagate_deadline(ctx, key, deadline_ms, &changed);
-            keyspace::notify(ctx, c"xset.expire", key);
-        }
-        if !removed.is_empty() {
-            keyspace::propagate_rem(ctx, key, &removed);
-            keyspace::notify(ctx, c"xset.expired", key);
-        }
+        effects.deadline_set(deadline_ms, &changed);
+        effects.removed(&removed, c"xset.expired");
         Ok(target.reply(codes))
     })
 }
@@ -156,7 +147,7 @@ pub fn xset_persist(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult
     let key = &args[1];
     let target = Target::parse(args, 2)?;
     let now_ms = clock.write_ms();
-    with_write(ctx, key, clock, |set| {
+    with_write(ctx, key, clock, |set, effects| {
         let members = target.members();
         let mut codes = Vec::with_capacity(members.len());
         let mut persisted: Vec<&[u8]> = Vec::new();
@@ -167,10 +158,7 @@ pub fn xset_persist(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult
             }
             codes.push(outcome as i64);
         }
-        if !persisted.is_empty() {
-            keyspace::propagate_persist(ctx, key, &persisted);
-            keyspace::notify(ctx, c"xset.persist", key);
-        }
+        effects.persisted(&persisted);
         Ok(target.reply(codes))
     })
 }

@@ -7,11 +7,10 @@
 //! they are turned into the server's structures only while registering,
 //! which copies them (nothing is leaked).
 
-use super::key::{self, CmdArg, KeyName};
+use super::key::{self, CmdArg};
 use redis_module::{Context, RedisResult, raw};
 use std::ffi::{CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// Runs the commands of a table by their index in it. The server passes a
 /// command callback no data of its own, so each index gets a callback of
@@ -582,132 +581,6 @@ pub fn set_acl_categories(ctx: &Context, name: &str, categories: &str) -> Result
         ));
     }
     Ok(())
-}
-
-/// `PXAT`, `MEMBERS` and `1`, created once at load: a one-member add is the
-/// hottest write, and passing these as retained strings saves the server an
-/// allocation and a free per word on every propagation.
-static ADD_WORDS: [AtomicPtr<raw::RedisModuleString>; 3] = [
-    AtomicPtr::new(std::ptr::null_mut()),
-    AtomicPtr::new(std::ptr::null_mut()),
-    AtomicPtr::new(std::ptr::null_mut()),
-];
-
-/// Creates the words [`replicate_one_member_add`] uses; they live as long
-/// as the module.
-pub fn create_add_words() -> Result<(), String> {
-    let Some(create) = api!(RedisModule_CreateString) else {
-        return Err("RedisModule_CreateString is missing".into());
-    };
-    for (slot, word) in ADD_WORDS.iter().zip([&b"PXAT"[..], b"MEMBERS", b"1"]) {
-        // SAFETY: a NULL context creates a string that is never freed
-        // automatically, which is what a module-lifetime word wants.
-        let s = unsafe {
-            create(
-                std::ptr::null_mut(),
-                word.as_ptr().cast::<c_char>(),
-                word.len(),
-            )
-        };
-        if s.is_null() {
-            return Err("could not create the propagation words".into());
-        }
-        slot.store(s, Ordering::Relaxed);
-    }
-    Ok(())
-}
-
-/// The deadline of the last one-member add propagated, and that deadline
-/// as a string the module holds (null before the first): adds with one TTL
-/// share their deadline for a whole millisecond, hundreds of them under
-/// load, and each passes the same string where the server would otherwise
-/// format the number into a new one and free it after propagating.
-static LAST_DEADLINE_MS: AtomicU64 = AtomicU64::new(0);
-static LAST_DEADLINE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
-
-/// `deadline_ms` as a string the module holds: the last one if it has
-/// that value, else a new one that replaces it (the server keeps its own
-/// reference to the old one for as long as a propagation still needs it).
-/// Null if the server could not create one. Commands run one at a time,
-/// so the two statics change together.
-fn deadline_word(deadline_ms: u64) -> *mut raw::RedisModuleString {
-    let last = LAST_DEADLINE.load(Ordering::Relaxed);
-    if !last.is_null() && LAST_DEADLINE_MS.load(Ordering::Relaxed) == deadline_ms {
-        return last;
-    }
-    let (Some(create), Some(free)) = (
-        api!(RedisModule_CreateStringFromLongLong),
-        api!(RedisModule_FreeString),
-    ) else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: a NULL context creates a string that is never freed
-    // automatically; the module frees it when the next deadline replaces it.
-    let word = unsafe { create(std::ptr::null_mut(), deadline_ms as std::ffi::c_longlong) };
-    if word.is_null() {
-        return word;
-    }
-    if !last.is_null() {
-        // SAFETY: `last` was created above by an earlier call, with a NULL
-        // context, and this drops the module's only reference to it.
-        unsafe { free(std::ptr::null_mut(), last) };
-    }
-    LAST_DEADLINE.store(word, Ordering::Relaxed);
-    LAST_DEADLINE_MS.store(deadline_ms, Ordering::Relaxed);
-    word
-}
-
-/// Propagates `XSET.ADDEX key PXAT MEMBERS 1 member deadline` (the
-/// one-member add, the common case) with a fixed format: no argument vector
-/// to build, and no string but the command name's made for it when the
-/// deadline is the last one's ([`deadline_word`]). False (nothing
-/// propagated) if the words were not created, which a loaded module rules
-/// out.
-pub fn replicate_one_member_add(
-    ctx: &Context,
-    key: &impl KeyName,
-    member: &impl KeyName,
-    deadline_ms: u64,
-) -> bool {
-    let words = [0, 1, 2].map(|i| ADD_WORDS[i].load(Ordering::Relaxed));
-    let (Some(f), [pxat, members, one]) = (api!(RedisModule_Replicate), words) else {
-        return false;
-    };
-    if pxat.is_null() || members.is_null() || one.is_null() {
-        return false;
-    }
-    let deadline = deadline_word(deadline_ms);
-    // SAFETY: the format matches the arguments: `s` live RedisModuleStrings
-    // (the words live as long as the module, the deadline's at least until
-    // the next call), `l` a long long.
-    unsafe {
-        if deadline.is_null() {
-            f(
-                ctx.get_raw(),
-                c"XSET.ADDEX".as_ptr(),
-                c"sssssl".as_ptr(),
-                key.raw(),
-                pxat,
-                members,
-                one,
-                member.raw(),
-                deadline_ms as std::ffi::c_longlong,
-            )
-        } else {
-            f(
-                ctx.get_raw(),
-                c"XSET.ADDEX".as_ptr(),
-                c"ssssss".as_ptr(),
-                key.raw(),
-                pxat,
-                members,
-                one,
-                member.raw(),
-                deadline,
-            )
-        }
-    };
-    true
 }
 
 #[cfg(test)]

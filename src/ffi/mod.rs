@@ -23,6 +23,7 @@ macro_rules! api {
     }};
 }
 
+#[cfg(not(test))]
 pub mod alloc;
 pub mod command;
 pub mod defrag;

@@ -36,7 +36,7 @@ pub fn deque<T, R: Relocate>(d: &mut VecDeque<T>, r: &mut R) {
     *d = VecDeque::from(v);
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing {
     use super::Relocate;
 
@@ -86,7 +86,7 @@ pub mod testing {
 #[cfg(test)]
 mod tests {
     use super::testing::Copier;
-    use crate::xset::{Compare, Presence, XSet};
+    use crate::{Compare, Presence, XSet};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 

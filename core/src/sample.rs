@@ -208,7 +208,7 @@ impl XSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::xset::{Compare, Limits, NO_DEADLINE, Presence};
+    use crate::{Compare, Limits, NO_DEADLINE, Presence};
     use std::collections::HashMap;
 
     /// A deterministic random source (SplitMix64).

@@ -32,8 +32,8 @@
 //! quarter of the membership's writes.
 
 use super::{Large, TRIM_PER_WRITE};
-use crate::xset::entry::DeadlineCode;
-use crate::xset::slab::Probe;
+use crate::entry::DeadlineCode;
+use crate::slab::Probe;
 
 /// Compaction acts on one write in this many, with as many writes' budget:
 /// the step's fixed cost (finding the lowest hole and the sweep's next

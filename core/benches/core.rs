@@ -4,12 +4,12 @@
 //! random TTLs at 1M and 10M members (what an add costs as the deadline
 //! index grows); and heap bytes per member, printed before the timings.
 //!
-//! Run with `cargo bench --features system-alloc`; `XSET_BENCH_10M=0`
+//! Run with `cargo bench -p xset-core`; `XSET_BENCH_10M=0`
 //! skips the 10M case (it takes about 2 GB and a minute to fill).
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
-use xset::xset::{Compare, Presence, XSet};
+use xset_core::{Compare, Presence, XSet};
 
 const BASE_MS: u64 = 1_800_000_000_000;
 

@@ -19,6 +19,8 @@
 //! `now_ms`. A member is *live* at `now_ms` when its deadline is strictly
 //! greater than `now_ms`; [`NO_DEADLINE`] means it never expires.
 
+#![forbid(unsafe_code)]
+
 pub mod algebra;
 mod deadline;
 pub mod encoding;
@@ -84,6 +86,41 @@ impl Compare {
             Compare::Greater => new > current,
             Compare::Less => new < current,
         }
+    }
+}
+
+/// The add rule: what an add of `member` at `deadline_ms` does under
+/// `presence` and `compare`, given the member's deadline if it is live at
+/// `now_ms` (`live`) and whether it is stored at all (`stored`: a live
+/// member is stored; an expired one may still be). An expired member counts
+/// as absent: `NX` may add it and `XX` skips it. A deadline not after
+/// `now_ms` removes the member where the conditions let the add touch it.
+/// [`XSet::add`] carries the outcome out; a caller counting ahead (`CAP`)
+/// reads it without writing. O(1).
+pub fn add_outcome(
+    live: Option<u64>,
+    stored: bool,
+    deadline_ms: u64,
+    now_ms: u64,
+    presence: Presence,
+    compare: Compare,
+) -> AddOutcome {
+    match live {
+        Some(current) => {
+            if presence == Presence::OnlyNew || !compare.allows(current, deadline_ms) {
+                AddOutcome::Skipped
+            } else if deadline_ms <= now_ms {
+                AddOutcome::Removed
+            } else if current == deadline_ms {
+                AddOutcome::Unchanged
+            } else {
+                AddOutcome::Updated
+            }
+        }
+        None if presence == Presence::OnlyExisting => AddOutcome::Skipped,
+        None if deadline_ms <= now_ms && stored => AddOutcome::Removed,
+        None if deadline_ms <= now_ms => AddOutcome::Ignored,
+        None => AddOutcome::Added,
     }
 }
 
@@ -220,7 +257,7 @@ const EPOCH_MASK: u32 = (1 << 23) - 1;
 /// prefetch instruction does, without `unsafe` in the core). For the large
 /// encoding's table and index, which fetch what a command will read next.
 /// A real prefetch instruction (`_mm_prefetch`) would need `unsafe`, which
-/// the crate allows only in `src/ffi`.
+/// the core forbids.
 #[inline(always)]
 fn touch<T: Copy>(x: &T) {
     std::hint::black_box(*x);
@@ -455,17 +492,18 @@ impl XSet {
         // general case below.
         let mut looked_up = None;
         if deadline_ms > now_ms && !self.needs_room_for(member, deadline_ms, false) {
-            let may_add = presence != Presence::OnlyExisting
-                && !self.needs_room_for(member, deadline_ms, true);
+            let may_add = !self.needs_room_for(member, deadline_ms, true)
+                && add_outcome(None, false, deadline_ms, now_ms, presence, compare)
+                    == AddOutcome::Added;
             let refreshed = with_store_mut!(self, s => match s.find_or_place(member, deadline_ms) {
                 Ok((pos, current)) if current > now_ms => Ok(
-                    if presence == Presence::OnlyNew || !compare.allows(current, deadline_ms) {
-                        AddOutcome::Skipped
-                    } else if current == deadline_ms {
-                        AddOutcome::Unchanged
-                    } else {
-                        s.set_deadline(pos, deadline_ms);
-                        AddOutcome::Updated
+                    match add_outcome(Some(current), true, deadline_ms, now_ms, presence, compare) {
+                        AddOutcome::Updated => {
+                            s.set_deadline(pos, deadline_ms);
+                            AddOutcome::Updated
+                        }
+                        // Skipped or Unchanged: the deadline is live.
+                        other => other,
                     },
                 ),
                 Ok((_, expired)) => Err(Some(expired)),
@@ -482,45 +520,24 @@ impl XSet {
         }
         let current =
             looked_up.unwrap_or_else(|| with_store!(self, s => s.find(member).map(|(_, d)| d)));
-        let outcome = match current {
-            Some(current) if current > now_ms => {
-                if presence == Presence::OnlyNew || !compare.allows(current, deadline_ms) {
-                    AddOutcome::Skipped
-                } else if deadline_ms <= now_ms {
-                    self.remove_stored(member);
-                    AddOutcome::Removed
-                } else if current == deadline_ms {
-                    AddOutcome::Unchanged
-                } else {
-                    set_existing(self, member, deadline_ms);
-                    AddOutcome::Updated
-                }
+        let live = current.filter(|&d| d > now_ms);
+        let outcome = add_outcome(
+            live,
+            current.is_some(),
+            deadline_ms,
+            now_ms,
+            presence,
+            compare,
+        );
+        match outcome {
+            AddOutcome::Added if current.is_none() => self.insert_new(member, deadline_ms),
+            // An expired member brought back, or a live one moved.
+            AddOutcome::Added | AddOutcome::Updated => set_existing(self, member, deadline_ms),
+            AddOutcome::Removed => {
+                self.remove_stored(member);
+                self.shrink_if_small_enough();
             }
-            stale => {
-                if presence == Presence::OnlyExisting {
-                    return AddOutcome::Skipped;
-                }
-                if deadline_ms <= now_ms {
-                    // An expired member is treated as absent, so adding it
-                    // already past due just reclaims it.
-                    return match stale {
-                        Some(_) => {
-                            self.remove_stored(member);
-                            self.shrink_if_small_enough();
-                            AddOutcome::Removed
-                        }
-                        None => AddOutcome::Ignored,
-                    };
-                }
-                match stale {
-                    Some(_) => set_existing(self, member, deadline_ms),
-                    None => self.insert_new(member, deadline_ms),
-                }
-                AddOutcome::Added
-            }
-        };
-        if outcome == AddOutcome::Removed {
-            self.shrink_if_small_enough();
+            AddOutcome::Unchanged | AddOutcome::Skipped | AddOutcome::Ignored => {}
         }
         outcome
     }

@@ -5,6 +5,9 @@ use super::*;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+mod schedules;
+mod windows;
+
 fn members(v: &[(&[u8], u64)]) -> Vec<Vec<u8>> {
     v.iter().map(|(m, _)| m.to_vec()).collect()
 }
@@ -748,309 +751,47 @@ fn members_crafted_to_collide_under_an_unkeyed_hash_spread_out() {
     assert!(members.iter().all(|m| set.contains(m, 0)));
 }
 
-/// Both encodings: the default small one, and large from the first member.
-fn small_and_large() -> [XSet; 2] {
-    let large = Limits {
-        max_small_members: 0,
-        max_small_member_bytes: 0,
-    };
-    [XSet::new(), XSet::with_limits(large)]
-}
-
-fn window(min: (BoundValue, bool), max: (BoundValue, bool)) -> Window {
-    let bound = |(value, exclusive)| Bound { value, exclusive };
-    Window::new(bound(min), bound(max))
-}
-
+/// [`add_outcome`] is what [`XSet::add`] does, in either encoding, for every
+/// condition, state of the member (absent, expired but stored, live) and
+/// new deadline (past, the current one, earlier, later, none).
 #[test]
-fn windows_select_live_members_by_deadline_in_either_encoding() {
-    use BoundValue::{Ms, NegInf, PosInf};
-    for mut s in small_and_large() {
-        let large = s.limits.max_small_members == 0;
-        for (m, d) in [
-            (&b"a"[..], 100),
-            (b"b", 200),
-            (b"c", 200),
-            (b"d", 300),
-            (b"gone", 50),
-        ] {
-            s.set(m, d);
-        }
-        s.set(b"p", NO_DEADLINE);
-        assert_eq!(s.is_small(), !large);
-        s.check_invariants();
-        let now = 50; // "gone" has expired but is still stored.
-        let names = |w: Window, rev: bool| -> Vec<Vec<u8>> {
-            s.iter_window(w, now, rev)
-                .map(|(m, _)| m.to_vec())
-                .collect()
-        };
-        let (incl, excl) = (false, true);
-        let w = window((Ms(100), incl), (Ms(200), incl));
-        let mut got = names(w, false);
-        got[1..].sort();
-        assert_eq!(got, [&b"a"[..], b"b", b"c"]);
-        assert_eq!(s.count_window(w, now), 3);
-        let w = window((Ms(100), excl), (Ms(300), excl));
-        assert_eq!(s.count_window(w, now), 2, "b and c");
-        assert_eq!(
-            names(window((Ms(200), excl), (PosInf, excl)), false),
-            [b"d"]
-        );
-        assert_eq!(
-            names(window((NegInf, incl), (PosInf, incl)), true),
-            names(Window::ALL, true)
-        );
-        assert_eq!(names(Window::ALL, true)[0], b"p", "no deadline sorts last");
-        assert_eq!(names(window((PosInf, incl), (PosInf, incl)), false), [b"p"]);
-        assert_eq!(
-            s.count_window(window((NegInf, incl), (Ms(50), incl)), now),
-            0,
-            "expired"
-        );
-        assert_eq!(
-            s.count_window(window((NegInf, incl), (Ms(50), incl)), 49),
-            1,
-            "live at 49"
-        );
-        assert_eq!(
-            s.count_window(window((Ms(300), incl), (Ms(100), incl)), now),
-            0,
-            "min > max"
-        );
-        assert_eq!(s.count_window(Window::EMPTY, now), 0);
-        assert_eq!(s.count_window(Window::ALL, now), s.live_len(now));
-        // At 200, a and the two 200s are gone.
-        let w = window((NegInf, incl), (Ms(300), incl));
-        let later: Vec<&[u8]> = s.iter_window(w, 200, false).map(|(m, _)| m).collect();
-        assert_eq!(later, [b"d"]);
-        assert_eq!(s.count_window(w, 200), 1);
-    }
-}
-
-/// One end of a window, near the deadlines the property test uses.
-fn bound() -> impl Strategy<Value = Bound> {
-    let value = prop_oneof![
-        1 => Just(BoundValue::NegInf),
-        1 => Just(BoundValue::PosInf),
-        8 => (-3i64..70).prop_map(BoundValue::Ms),
-        1 => Just(BoundValue::Ms(i64::MAX)),
-        1 => Just(BoundValue::Ms(i64::MIN)),
-    ];
-    (value, any::<bool>()).prop_map(|(value, exclusive)| Bound { value, exclusive })
-}
-
-/// The model's notion of a window: compare on the extended line, where a
-/// member without a deadline sits at +inf.
-fn in_model_window(deadline_ms: u64, min: Bound, max: Bound) -> bool {
-    let at = |v: BoundValue| match v {
-        BoundValue::NegInf => i128::MIN,
-        BoundValue::Ms(ms) => i128::from(ms),
-        BoundValue::PosInf => i128::MAX,
-    };
-    let d = if deadline_ms == NO_DEADLINE {
-        i128::MAX
-    } else {
-        i128::from(deadline_ms)
-    };
-    let above_min = if min.exclusive {
-        d > at(min.value)
-    } else {
-        d >= at(min.value)
-    };
-    let below_max = if max.exclusive {
-        d < at(max.value)
-    } else {
-        d <= at(max.value)
-    };
-    above_min && below_max
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
-    #[test]
-    fn windows_match_a_vec_model(
-        adds in prop::collection::vec(
-            (0u8..30, prop_oneof![8 => 1u64..60, 1 => Just(NO_DEADLINE)]), 0..80),
-        removes in prop::collection::vec(0u8..30, 0..10),
-        now in 0u64..40,
-        queries in prop::collection::vec(
-            (bound(), bound(), any::<bool>(), 0usize..6, 0usize..8), 1..20),
-        limits in prop_oneof![
-            Just(Limits::default()),
-            Just(Limits { max_small_members: 4, max_small_member_bytes: 3 }),
-            Just(Limits { max_small_members: 0, max_small_member_bytes: 0 }),
-        ],
-    ) {
-        let mut s = XSet::with_limits(limits);
-        // The model: (member, deadline) pairs, expired ones included.
-        let mut model: Vec<(Vec<u8>, u64)> = Vec::new();
-        for (m, d) in adds {
-            let k = key(m);
-            model.retain(|(x, _)| *x != k);
-            model.push((k.clone(), d));
-            s.set(&k, d);
-        }
-        for m in removes {
-            let k = key(m);
-            model.retain(|(x, _)| *x != k);
-            s.remove(&k);
-        }
-        s.check_invariants();
-        if limits.max_small_members == 0 && !s.is_empty() {
-            prop_assert!(!s.is_small(), "the large encoding is covered");
-        }
-        let live_order = |rev: bool| -> Vec<(Vec<u8>, u64)> {
-            s.iter_live(now, rev).map(|(m, d)| (m.to_vec(), d)).collect()
-        };
-        let all: Vec<(Vec<u8>, u64)> =
-            s.iter_window(Window::ALL, now, false).map(|(m, d)| (m.to_vec(), d)).collect();
-        prop_assert_eq!(&all, &live_order(false), "the whole line is iter_live");
-        for (min, max, rev, offset, count) in queries {
-            let w = Window::new(min, max);
-            let mut want: Vec<(Vec<u8>, u64)> = model.iter()
-                .filter(|(_, d)| *d > now && in_model_window(*d, min, max))
-                .cloned()
-                .collect();
-            want.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
-            if rev {
-                want.reverse();
+fn add_does_what_the_add_rule_says() {
+    let now = 1_000;
+    let presences = [Presence::Any, Presence::OnlyNew, Presence::OnlyExisting];
+    let compares = [Compare::Any, Compare::Greater, Compare::Less];
+    let states = [None, Some(500), Some(2_000)];
+    let deadlines = [900, 1_000, 1_500, 2_000, 3_000, NO_DEADLINE];
+    for large in [false, true] {
+        for presence in presences {
+            for compare in compares {
+                for state in states {
+                    for deadline in deadlines {
+                        let limits = Limits {
+                            max_small_members: if large { 0 } else { 128 },
+                            max_small_member_bytes: if large { 0 } else { 64 },
+                        };
+                        let mut s = XSet::with_limits(limits);
+                        s.set(b"other", 5_000);
+                        if let Some(d) = state {
+                            s.set(b"m", d);
+                        }
+                        let live = state.filter(|&d| d > now);
+                        let want =
+                            add_outcome(live, state.is_some(), deadline, now, presence, compare);
+                        let got = s.add(b"m", deadline, presence, compare, now);
+                        let case = (large, presence, compare, state, deadline);
+                        assert_eq!(got, want, "{case:?}");
+                        s.check_invariants();
+                        let after = s.live_deadline_of(b"m", now);
+                        let expected = match got {
+                            AddOutcome::Added | AddOutcome::Updated => Some(deadline),
+                            AddOutcome::Removed | AddOutcome::Ignored => None,
+                            AddOutcome::Unchanged | AddOutcome::Skipped => live,
+                        };
+                        assert_eq!(after, expected, "{case:?}");
+                    }
+                }
             }
-            let got: Vec<(Vec<u8>, u64)> =
-                s.iter_window(w, now, rev).map(|(m, d)| (m.to_vec(), d)).collect();
-            // Deadlines in order; equal deadlines in iter_live's order.
-            let deadlines = |v: &[(Vec<u8>, u64)]| v.iter().map(|p| p.1).collect::<Vec<_>>();
-            prop_assert_eq!(deadlines(&got), deadlines(&want), "{:?} {:?}", min, max);
-            let filtered: Vec<_> = live_order(rev).into_iter()
-                .filter(|(_, d)| w.contains(*d)).collect();
-            prop_assert_eq!(&got, &filtered);
-            let mut sorted = got.clone();
-            sorted.sort();
-            let mut want_sorted = want.clone();
-            want_sorted.sort();
-            prop_assert_eq!(sorted, want_sorted);
-            prop_assert_eq!(s.count_window(w, now), want.len());
-            // LIMIT offset count: the same page of deadlines.
-            let page: Vec<u64> =
-                s.iter_window(w, now, rev).skip(offset).take(count).map(|(_, d)| d).collect();
-            let want_page: Vec<u64> =
-                want.iter().skip(offset).take(count).map(|p| p.1).collect();
-            prop_assert_eq!(page, want_page);
         }
     }
-}
-
-proptest! {
-    /// `insert_absent`, what loaders call, agrees with a map whatever the
-    /// order of the deadlines (in order it appends to the deadline index;
-    /// out of order it must fall back to a search), refuses present
-    /// members without changing them, and keeps every invariant.
-    #[test]
-    fn insert_absent_matches_a_map_in_any_order(
-        entries in prop::collection::vec(
-            (0u16..400, prop_oneof![1u64..1000, Just(NO_DEADLINE), Just(u64::MAX / 4)]),
-            1..600,
-        ),
-        sort in any::<bool>(),
-        reserve in any::<bool>(),
-    ) {
-        let mut entries = entries;
-        if sort {
-            entries.sort_by_key(|&(_, d)| d);
-        }
-        let mut s = XSet::new();
-        if reserve {
-            s.reserve(entries.len());
-        }
-        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
-        for (m, d) in entries {
-            let member = m.to_be_bytes().to_vec();
-            let absent = !model.contains_key(&member);
-            prop_assert_eq!(s.insert_absent(&member, d), absent);
-            model.entry(member).or_insert(d);
-        }
-        s.check_invariants();
-        prop_assert_eq!(s.len(), model.len());
-        for (m, d) in &model {
-            prop_assert_eq!(s.deadline_of(m), Some(*d));
-        }
-    }
-}
-
-#[test]
-fn members_sent_back_to_former_deadlines_keep_the_set_whole() {
-    // A refresh to the deadline a member had before, whose pair still
-    // lies stale in the index, in the leaf the refresh purges.
-    let mut s = XSet::new();
-    let add = |s: &mut XSet, m: &[u8], d: u64| {
-        s.add(m, d, Presence::Any, Compare::Any, 0);
-        s.check_invariants();
-    };
-    for i in 0..254u64 {
-        add(&mut s, format!("b{i}").as_bytes(), 100 + i);
-    }
-    let name = |i: u64| format!("m{i}").into_bytes();
-    for i in 0..127 {
-        add(&mut s, &name(i), 1000 + i);
-    }
-    add(&mut s, &name(127), 2000);
-    add(&mut s, &name(128), 2001);
-    add(&mut s, &name(3), 3000);
-    add(&mut s, &name(4), 3001);
-    for i in (0..3).chain(5..=128) {
-        s.remove(&name(i));
-        s.check_invariants();
-    }
-    assert!(!s.is_small());
-    add(&mut s, &name(3), 1003);
-    add(&mut s, &name(4), 5000);
-    assert_eq!(s.pop_soonest(1000).len(), 256);
-    s.check_invariants();
-    assert_eq!(s.len(), 0);
-}
-
-#[test]
-fn members_switching_between_two_schedules_match_a_model() {
-    // EXAT a, then b, then a again: refreshes back to former deadlines,
-    // some members removed on the way.
-    let mut s = XSet::new();
-    let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
-    // Members that stay (due before both schedules; nothing drains them
-    // here): the set is large from the start, so every step goes through
-    // the deadline index.
-    for i in 0..200u64 {
-        let m = format!("p{i}").into_bytes();
-        s.add(&m, 5 + i, Presence::Any, Compare::Any, 0);
-        model.insert(m, 5 + i);
-    }
-    assert!(!s.is_small());
-    let mut x = 3u64;
-    for step in 0..30_000u64 {
-        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-        let m = format!("k{}", (x >> 33) % 100).into_bytes();
-        let schedule = if (x >> 20).is_multiple_of(2) {
-            10_000
-        } else {
-            10_004
-        };
-        let d = schedule + (x >> 40) % 3;
-        if step % 6 == 0 {
-            assert_eq!(s.remove(&m), model.remove(&m));
-        } else {
-            s.add(&m, d, Presence::Any, Compare::Any, 0);
-            model.insert(m, d);
-        }
-        if step % 97 == 0 {
-            s.check_invariants();
-        }
-    }
-    s.check_invariants();
-    assert!(!s.is_small());
-    assert_eq!(s.len(), model.len());
-    for (m, d) in &model {
-        assert_eq!(s.live_deadline_of(m, 0), Some(*d));
-    }
-    let popped = s.pop_soonest(model.len());
-    assert_eq!(popped.len(), model.len());
-    s.check_invariants();
 }
