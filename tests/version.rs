@@ -26,10 +26,18 @@ fn field<'a>(items: &'a [Value], key: &str) -> Option<&'a Value> {
 fn changelog_releases() -> Vec<String> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("CHANGELOG.md");
     let log = std::fs::read_to_string(path).expect("CHANGELOG.md");
-    log.lines()
+    let sections: Vec<String> = log
+        .lines()
         .filter_map(|l| l.strip_prefix("## "))
         .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
-        .collect()
+        .collect();
+    // Work merged since the last release waits in an "Unreleased" section
+    // at the top; the releases are the sections after it.
+    assert!(
+        !sections.iter().skip(1).any(|s| s == "Unreleased"),
+        "only the newest section of CHANGELOG.md may be Unreleased"
+    );
+    sections.into_iter().filter(|s| s != "Unreleased").collect()
 }
 
 #[test]
