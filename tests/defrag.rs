@@ -256,10 +256,6 @@ fn writes_between_the_slices_of_a_walk_keep_every_member() {
             "set w:{k} after defrag with writes between slices"
         );
     }
-    assert!(
-        info_i64(&mut c, "xset", "xset_defrag_moved") > 0,
-        "nothing moved"
-    );
     // Redis 8 runs defrag in slices of well under a millisecond, so these
     // walks pause between them; Redis 7.x gives a late-defrag step tens of
     // milliseconds a cron tick, in which each of these sets is walked whole.
@@ -269,10 +265,19 @@ fn writes_between_the_slices_of_a_walk_keep_every_member() {
         .find_map(|l| l.strip_prefix("redis_version:"))
         .and_then(|v| v.trim().split('.').next()?.parse::<u32>().ok())
         .unwrap_or(0);
+    // Whether anything moves is the allocator's call (jemalloc moves a
+    // block only out of a slab emptier than its size class's average):
+    // Redis 8.2's build moves some of these; the redis-stack builds of 7.x,
+    // with 64 KiB pages, may move none. The first test checks the moves.
     let paused = info_i64(&mut c, "xset", "xset_defrag_walks_paused");
+    let moved = info_i64(&mut c, "xset", "xset_defrag_moved");
     if major >= 8 {
         assert!(paused > 0, "no walk was paused and resumed");
+        assert!(moved > 0, "nothing moved");
     } else {
-        eprintln!("defrag: {paused} walks paused (Redis {major} walks these sets in one step)");
+        eprintln!(
+            "defrag: {paused} walks paused, {moved} buffers moved \
+             (Redis {major} walks these sets in one step)"
+        );
     }
 }
