@@ -40,9 +40,18 @@ impl Sink for Rdb {
 /// `set` from nothing, with its exact deadlines: `XSET.ADDEX key PXAT
 /// MEMBERS n member deadline ...` in batches of [`AOF_BATCH`], plus
 /// `XSET.PERSIST` for members without a deadline (added first with the
-/// largest deadline, then persisted). What an AOF rewrite writes, and what
-/// re-sends a key whole to replicas.
+/// largest deadline, then persisted), after `XSET.NOTIFY key STREAM ...`
+/// for a set with a delivery (which alone rebuilds an empty one). What an
+/// AOF rewrite writes, and what re-sends a key whole to replicas.
 pub fn rebuild_commands(set: &XSet, mut emit: impl FnMut(&CStr, &[&[u8]])) {
+    if let Some(d) = set.delivery() {
+        let maxlen = d.maxlen.map(|n| n.to_string());
+        let mut args: Vec<&[u8]> = vec![b"STREAM", &d.stream];
+        if let Some(n) = &maxlen {
+            args.extend([&b"MAXLEN"[..], n.as_bytes()]);
+        }
+        emit(c"XSET.NOTIFY", &args);
+    }
     let entries: Vec<(&[u8], u64)> = set.iter_all().collect();
     for batch in entries.chunks(AOF_BATCH) {
         let numbers: Vec<Vec<u8>> = batch
@@ -118,8 +127,15 @@ impl ValueType for XSet {
     }
 
     /// Feeds each member and its deadline as one element, so the digest
-    /// does not depend on the order in which members are stored.
+    /// does not depend on the order in which members are stored; a
+    /// delivery is one element more.
     fn digest(&self, digest: &mut Digest) {
+        if let Some(d) = self.delivery() {
+            digest.add_bytes(b"\0delivery");
+            digest.add_bytes(&d.stream);
+            digest.add_i64(d.maxlen.map_or(-1, |n| n as i64));
+            digest.end_element();
+        }
         for (member, deadline_ms) in self.iter_all() {
             digest.add_bytes(member);
             digest.add_i64(deadline_ms as i64);

@@ -14,6 +14,8 @@ pub const MEMBERS_COUNT_POSITIVE: &str = "ERR MEMBERS count must be a positive i
 pub const MEMBERS_COUNT_MISMATCH: &str =
     "ERR the MEMBERS count must match the number of members that follow";
 pub const MAXLEN_POSITIVE: &str = "ERR MAXLEN must be a positive integer";
+/// `XSET.NOTIFY key STREAM key`: a set cannot deliver into itself.
+pub const STREAM_IS_THE_SET: &str = "ERR the STREAM must be another key than the set";
 pub const CAP_POSITIVE: &str = "ERR CAP must be a positive integer";
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
 /// A `BYDEADLINE`/`XSET.COUNT` bound that is neither an integer (optionally

@@ -10,15 +10,21 @@
 //!   [`with_operands`] only hides them); replicas and loaders never delete
 //!   on their own clock and hide expired members on reads;
 //! - writes are propagated in absolute form (`PXAT`), never as typed;
-//! - a set that becomes empty is deleted, with a `del` event;
+//! - a set that becomes empty is deleted, with a `del` event, unless it
+//!   carries a delivery (`XSET.NOTIFY`), which keeps it as an empty stream
+//!   stays;
+//! - a member reclaimed because its deadline passed is appended to its
+//!   set's delivery stream in the same propagated unit as its removal
+//!   (reads of such a set only hide due members, so every reclaim that
+//!   delivers is a write's or the expiry cycle's);
 //! - the tracking index follows every change of a set's earliest deadline.
 
 use crate::clock::{self, Clock};
 use crate::config;
 use crate::datatype::{XSET_TYPE, rebuild_commands};
 use crate::faults::{self, Fault};
-use crate::ffi::key::{CmdArg, Key, KeyName};
-use crate::ffi::server;
+use crate::ffi::key::{CmdArg, Key, KeyName, StreamRefusal};
+use crate::ffi::server::{self, ContextFlags};
 use crate::stats;
 use crate::tracking;
 use redis_module::{Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisValue, raw};
@@ -27,7 +33,7 @@ use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 use xset_core::algebra::{Input, PlainSet};
-use xset_core::{Member, XSet};
+use xset_core::{Delivery, Member, XSet, key_slot};
 
 /// At most this many due members are reclaimed when a command touches a
 /// key; any rest stays hidden from replies and is left to later touches, so
@@ -79,6 +85,20 @@ impl<K: KeyName> Effects<'_, K> {
         }
         propagate_deadline(self.ctx, self.key, deadline_ms, members);
         notify(self.ctx, c"xset.expire", self.key);
+        self.changed = true;
+    }
+
+    /// The set's delivery became `delivery` (`None`: off): one
+    /// `XSET.NOTIFY` and `xset.notify`.
+    pub fn delivery_set(&mut self, delivery: Option<&Delivery>) {
+        let maxlen = delivery.and_then(|d| d.maxlen).map(|n| n.to_string());
+        let parts: Vec<&[u8]> = match (delivery, &maxlen) {
+            (None, _) => vec![b"OFF"],
+            (Some(d), None) => vec![b"STREAM", &d.stream],
+            (Some(d), Some(n)) => vec![b"STREAM", &d.stream, b"MAXLEN", n.as_bytes()],
+        };
+        propagate(self.ctx, "XSET.NOTIFY", self.key, &parts);
+        notify(self.ctx, c"xset.notify", self.key);
         self.changed = true;
     }
 
@@ -179,9 +199,10 @@ fn notify_del(ctx: &Context, key: &impl KeyName) {
 }
 
 /// Removes up to `limit` due members of `set`, propagates their removal as
-/// one `XSET.REM` and emits `xset.expired`; returns how many went. The one
-/// place where expiry deletes, for lazy and active expiry alike. Primary
-/// only. The caller deletes the key if the set is left empty.
+/// one `XSET.REM` and emits `xset.expired`, and appends each to the set's
+/// delivery stream if it has one; returns how many went. The one place
+/// where expiry deletes, for lazy and active expiry alike. Primary only.
+/// The caller deletes the key if the set is left empty.
 fn reclaim_due(
     ctx: &Context,
     key: &impl KeyName,
@@ -189,6 +210,9 @@ fn reclaim_due(
     now_ms: u64,
     limit: usize,
 ) -> usize {
+    if set.delivery().is_some() {
+        return reclaim_and_deliver(ctx, key, set, now_ms, limit);
+    }
     let (gone, _) = set.drain_expired(now_ms, limit);
     if !gone.is_empty() {
         propagate_rem(ctx, key, &gone);
@@ -200,20 +224,171 @@ fn reclaim_due(
     gone.len()
 }
 
+/// [`reclaim_due`] for a set with a delivery: the removal and the stream
+/// entries are propagated together (the server wraps what one command or
+/// one expiry slice propagates in `MULTI`/`EXEC`), so replicas and the AOF
+/// apply both or neither.
+fn reclaim_and_deliver(
+    ctx: &Context,
+    key: &impl KeyName,
+    set: &mut XSet,
+    now_ms: u64,
+    limit: usize,
+) -> usize {
+    if let Some(d) = set.delivery()
+        && stream_missing(ctx, &d.stream)
+    {
+        stats::record_delivery_deferred();
+        return 0;
+    }
+    let gone = set.drain_expired_with_deadlines(now_ms, limit);
+    if gone.is_empty() {
+        return 0;
+    }
+    let members: Vec<&[u8]> = gone.iter().map(|(m, _)| m.as_ref()).collect();
+    propagate_rem(ctx, key, &members);
+    notify(ctx, c"xset.expired", key);
+    if config::notify_expired_members() {
+        publish_expired(ctx, key, &members);
+    }
+    if let Some(delivery) = set.delivery() {
+        deliver(ctx, key, delivery, &gone);
+    }
+    gone.len()
+}
+
+/// Appends one entry per member of `gone` (member, absolute deadline) to
+/// `delivery`'s stream, with the fields `key`, `member` and `deadline`, and
+/// propagates each as `XADD` with the ID it got, then trims the stream if
+/// it has a `MAXLEN` (propagated as the exact `XTRIM` that leaves the same
+/// entries, as Redis rewrites an approximate `XADD` trim). A stream key of
+/// another type, or in another cluster slot than `key`, takes nothing: the
+/// members are gone all the same, and the failure is counted and logged.
+fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Member, u64)]) {
+    if ContextFlags::of(Some(ctx)).cluster()
+        && key_slot(&delivery.stream) != key_slot(key.as_slice())
+    {
+        delivery_failed(
+            ctx,
+            key,
+            delivery,
+            gone.len(),
+            "in another cluster slot than the set",
+        );
+        return;
+    }
+    let stream = ctx.create_string(delivery.stream.as_slice());
+    let handle = Key::open(ctx, &stream, true, 0);
+    let mut delivered = 0;
+    for (member, deadline_ms) in gone {
+        let deadline = deadline_ms.to_string();
+        let fields: [&[u8]; 6] = [
+            b"key",
+            key.as_slice(),
+            b"member",
+            member.as_ref(),
+            b"deadline",
+            deadline.as_bytes(),
+        ];
+        match handle.stream_add(&fields) {
+            Ok((ms, seq)) => {
+                let id = format!("{ms}-{seq}");
+                let mut parts: Vec<&[u8]> = Vec::with_capacity(7);
+                parts.push(id.as_bytes());
+                parts.extend_from_slice(&fields);
+                propagate(ctx, "XADD", &stream, &parts);
+                server::notify(ctx, NotifyEvent::STREAM, c"xadd", &stream);
+                delivered += 1;
+            }
+            Err(refusal) => {
+                let why = match refusal {
+                    StreamRefusal::WrongType => "holding another type",
+                    StreamRefusal::Full => "refusing the entry",
+                    StreamRefusal::Other => "refused by the server",
+                };
+                delivery_failed(ctx, key, delivery, gone.len() - delivered, why);
+                break;
+            }
+        }
+    }
+    if delivered == 0 {
+        return;
+    }
+    if let Some(len) = delivery.maxlen.and_then(|n| handle.stream_trim(n, true)) {
+        propagate(
+            ctx,
+            "XTRIM",
+            &stream,
+            &[b"MAXLEN", len.to_string().as_bytes()],
+        );
+        server::notify(ctx, NotifyEvent::STREAM, c"xtrim", &stream);
+    }
+    server::signal_modified(ctx, &stream);
+    stats::record_delivered(delivered);
+}
+
+/// Whether the stream key `name` is missing: then a set that delivers to it
+/// keeps its due members (hidden from reads) until the stream exists
+/// again, rather than making a new one. In a cluster, a set can reach a
+/// node before its stream does (a reshard's `MIGRATE` batches), and a
+/// stream made there would hold entries the arriving one then clashes
+/// with; `XSET.NOTIFY` makes the stream, so it is missing only after a
+/// `DEL` or in such a window.
+fn stream_missing(ctx: &Context, name: &[u8]) -> bool {
+    let name = ctx.create_string(name);
+    Key::open(ctx, &name, false, raw::REDISMODULE_OPEN_KEY_NOTOUCH).is_empty()
+}
+
+/// Makes the empty stream `stream` if the key is missing, as `XGROUP
+/// CREATE ... MKSTREAM` would: one entry added and trimmed away at once,
+/// propagated as the `XADD ... MAXLEN 0` with its ID that does the same.
+/// Returns whether it made one.
+pub fn create_stream(ctx: &Context, stream: &CmdArg, set_key: &CmdArg) -> bool {
+    let handle = Key::open(ctx, stream, true, 0);
+    if !handle.is_empty() {
+        return false;
+    }
+    let fields: [&[u8]; 2] = [b"key", set_key.as_slice()];
+    let Ok((ms, seq)) = handle.stream_add(&fields) else {
+        return false;
+    };
+    handle.stream_trim(0, false);
+    let id = format!("{ms}-{seq}");
+    let parts: [&[u8]; 5] = [b"MAXLEN", b"0", id.as_bytes(), fields[0], fields[1]];
+    propagate(ctx, "XADD", stream, &parts);
+    server::notify(ctx, NotifyEvent::STREAM, c"xadd", stream);
+    server::signal_modified(ctx, stream);
+    true
+}
+
+/// Counts `n` members that expired undelivered and logs why, at most once
+/// every ten seconds.
+fn delivery_failed(ctx: &Context, key: &impl KeyName, delivery: &Delivery, n: usize, why: &str) {
+    if stats::record_delivery_failed(n) {
+        ctx.log_warning(&format!(
+            "xset: {n} expired member(s) of key '{}' were not delivered: stream '{}' is {why} \
+             (further failures are counted in INFO xset, xset_delivery_failures)",
+            String::from_utf8_lossy(key.as_slice()),
+            String::from_utf8_lossy(&delivery.stream),
+        ));
+    }
+}
+
 /// Publishes each expired member on `__xset@<db>__:expired:<key>`, one
 /// message per member (binary-safe), when `xset.notify-expired-members` is
 /// on. Keyspace events name only the key; this says which members went.
-fn publish_expired(ctx: &Context, key: &impl KeyName, gone: &[Member]) {
+fn publish_expired<M: AsRef<[u8]>>(ctx: &Context, key: &impl KeyName, gone: &[M]) {
     let mut channel = format!("__xset@{}__:expired:", server::selected_db(ctx)).into_bytes();
     channel.extend_from_slice(key.as_slice());
     for member in gone {
-        server::publish(ctx, &channel, member);
+        server::publish(ctx, &channel, member.as_ref());
     }
 }
 
 /// Opens `key` for writing and runs `body` on its set: an empty set when the
-/// key is absent (stored afterwards only if `body` left members in it). On a
-/// primary, due members are reclaimed first. A set left empty is deleted.
+/// key is absent (stored afterwards only if `body` left members or a
+/// delivery in it). On a primary, due members are reclaimed first. A set
+/// left empty is deleted, unless it carries a delivery.
 /// `body` reports what it changed to its [`Effects`]; the key is signalled
 /// as modified only if something changed (a lazy reclaim included).
 pub fn with_write<K: KeyName>(
@@ -249,7 +424,7 @@ pub fn with_write<K: KeyName>(
         None => fresh.insert(XSet::with_limits(config::limits())),
     };
     let reply = body(set, &mut effects);
-    let empty = set.is_empty();
+    let empty = set.is_empty() && !set.keeps_when_empty();
     let next = set.next_deadline();
     let db = server::selected_db(ctx);
     match tracked {
@@ -345,6 +520,11 @@ fn read_at(
             .map_err(|_| RedisError::WrongType)?;
         match read(set.and_then(XSet::next_deadline)) {
             Read::At(now_ms) => return body(set, now_ms),
+            // A read never delivers: it hides what is due and leaves the
+            // reclaim to a write or the expiry cycle.
+            Read::Reclaimed(clock) if set.and_then(XSet::delivery).is_some() => {
+                return body(set, clock.now_ms);
+            }
             Read::Reclaimed(clock) => clock,
         }
     };
@@ -383,7 +563,7 @@ pub fn repair_after_panic(ctx: &Context, key: &impl KeyName, clock: Clock) -> Re
     let Ok(Some(set)) = handle.get_value_mut::<XSet>(&XSET_TYPE) else {
         return Repair::Nothing;
     };
-    let whole = !set.is_empty()
+    let whole = (!set.is_empty() || set.keeps_when_empty())
         && !faults::hit(Fault::Unrepairable)
         && catch_unwind(AssertUnwindSafe(|| set.check_invariants())).is_ok();
     let db = server::selected_db(ctx);
@@ -461,13 +641,20 @@ pub fn expire_due(
     if expired > 0 {
         server::signal_modified(ctx, &name);
     }
-    if set.is_empty() {
+    if set.is_empty() && !set.keeps_when_empty() {
         if handle.delete().is_ok() {
             notify_del(ctx, &name);
         }
     } else {
         let db = server::selected_db(ctx);
-        tracking::with(|t| t.relocate(db, key, None, set.next_deadline()));
+        let next = match set.next_deadline() {
+            // Still due after a drain that took less than it could: the
+            // delivery was deferred (its stream is missing), so the key
+            // is looked at again a period later, not at once.
+            Some(d) if d <= now_ms => Some(now_ms + config::period_ms()),
+            next => next,
+        };
+        tracking::with(|t| t.relocate(db, key, None, next));
     }
     expired
 }

@@ -55,8 +55,9 @@ fn register_commands(ctx: &Context) -> Result<(), String> {
     for (index, spec) in commands::all().enumerate() {
         let callback = c::callback::<hooks::Commands>(index)
             .ok_or_else(|| format!("too many commands: {} has no callback", spec.name))?;
-        // Counted keys reach cluster routing only through the callback.
-        let flags = if c::has_counted_keys(spec.keys) {
+        // Counted or several keys reach cluster routing only through the
+        // callback.
+        let flags = if c::needs_keys_callback(spec.keys) {
             format!("{} getkeys-api", spec.flags)
         } else {
             spec.flags.to_string()

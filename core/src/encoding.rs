@@ -19,6 +19,17 @@
 //! member bytes         concatenated, to the end of the chunk
 //! ```
 //!
+//! Version 3: the set's [`Delivery`] first, then version 2's layout, where
+//! a count of zero is allowed only for a set that has a delivery (such a set
+//! stays when it empties):
+//!
+//! ```text
+//! u64 setting          0: none; 1: a stream; 2: a stream and a MAXLEN
+//! [bytes stream]       when setting is 1 or 2
+//! [u64 maxlen]         when setting is 2
+//! u64 count, chunks    as in version 2
+//! ```
+//!
 //! Varints are LEB128. A chunk is closed once it holds [`CHUNK_BYTES`], so a
 //! save never builds one buffer the size of the set (a member longer than
 //! that sits in a chunk of its own size). Few large strings instead of two
@@ -33,10 +44,10 @@
 //! [`MAX_DEADLINE_MS`], and any read error, and never returns a half-built
 //! set.
 
-use super::{Limits, MAX_DEADLINE_MS, NO_DEADLINE, XSet};
+use super::{Delivery, Limits, MAX_DEADLINE_MS, NO_DEADLINE, XSet};
 
 /// The encver written by [`encode`].
-pub const ENCODING_VERSION: i32 = 2;
+pub const ENCODING_VERSION: i32 = 3;
 
 /// A version-2 chunk is closed once its member bytes, deltas and lengths
 /// reach this size: large enough that a chunk's items cost nothing, small
@@ -75,6 +86,7 @@ pub enum DecodeError {
     Duplicate,
     BadDeadline,
     BadChunk,
+    BadSetting(u64),
 }
 
 impl std::fmt::Display for DecodeError {
@@ -87,6 +99,7 @@ impl std::fmt::Display for DecodeError {
             DecodeError::Duplicate => write!(f, "xset payload repeats a member"),
             DecodeError::BadDeadline => write!(f, "xset payload holds an invalid deadline"),
             DecodeError::BadChunk => write!(f, "xset payload holds a malformed chunk"),
+            DecodeError::BadSetting(v) => write!(f, "xset payload holds unknown setting {v}"),
         }
     }
 }
@@ -97,14 +110,33 @@ pub fn encode(set: &XSet, sink: &mut impl Sink) {
     encode_chunked(set, sink, CHUNK_BYTES);
 }
 
-/// Writes what [`decode`] refuses at every version (a count of zero): the
-/// stand-in for a set that could not be encoded.
+/// Writes what [`decode`] refuses at every version (no delivery and a
+/// count of zero): the stand-in for a set that could not be encoded.
 pub fn encode_unloadable(sink: &mut impl Sink) {
+    sink.put_u64(0);
     sink.put_u64(0);
 }
 
 /// [`encode`] with chunks closed at `chunk_bytes` (tests use small ones).
 fn encode_chunked(set: &XSet, sink: &mut impl Sink, chunk_bytes: usize) {
+    match set.delivery() {
+        None => sink.put_u64(0),
+        Some(Delivery {
+            stream,
+            maxlen: None,
+        }) => {
+            sink.put_u64(1);
+            sink.put_bytes(stream);
+        }
+        Some(Delivery {
+            stream,
+            maxlen: Some(maxlen),
+        }) => {
+            sink.put_u64(2);
+            sink.put_bytes(stream);
+            sink.put_u64(*maxlen);
+        }
+    }
     sink.put_u64(set.len() as u64);
     let mut chunk = Chunk::default();
     let mut prev = 0u64;
@@ -221,17 +253,23 @@ impl Cursor<'_> {
 /// # Errors
 /// Any [`DecodeError`]; nothing is allocated beyond what was read.
 pub fn decode(encver: i32, source: &mut impl Source, limits: Limits) -> Result<XSet, DecodeError> {
-    if encver != 1 && encver != 2 {
+    if !(1..=3).contains(&encver) {
         return Err(DecodeError::UnknownVersion(encver));
     }
+    let delivery = if encver >= 3 {
+        decode_delivery(source)?
+    } else {
+        None
+    };
     let count = source.get_u64().ok_or(DecodeError::Truncated)?;
-    if count == 0 {
+    if count == 0 && delivery.is_none() {
         return Err(DecodeError::Empty);
     }
     if count > u64::from(u32::MAX) {
         return Err(DecodeError::TooLarge(count));
     }
     let mut set = XSet::with_limits(limits);
+    set.set_delivery(delivery);
     // Trust the count only up to a bound, so a lying count costs little.
     set.reserve(count.min(TRUSTED_RESERVE) as usize);
     if encver == 1 {
@@ -240,6 +278,27 @@ pub fn decode(encver: i32, source: &mut impl Source, limits: Limits) -> Result<X
         decode_v2(count, source, &mut set)?;
     }
     Ok(set)
+}
+
+/// A version-3 payload's delivery setting.
+fn decode_delivery(source: &mut impl Source) -> Result<Option<Delivery>, DecodeError> {
+    let setting = source.get_u64().ok_or(DecodeError::Truncated)?;
+    if setting == 0 {
+        return Ok(None);
+    }
+    if setting > 2 {
+        return Err(DecodeError::BadSetting(setting));
+    }
+    let stream = source.get_bytes().ok_or(DecodeError::Truncated)?;
+    let maxlen = if setting == 2 {
+        Some(source.get_u64().ok_or(DecodeError::Truncated)?)
+    } else {
+        None
+    };
+    Ok(Some(Delivery {
+        stream: stream.as_ref().to_vec(),
+        maxlen,
+    }))
 }
 
 /// The deadline `delta` after `prev`, if valid.
@@ -367,7 +426,7 @@ mod tests {
 
     #[test]
     fn the_unloadable_stand_in_is_refused_at_every_version() {
-        for encver in [1, 2] {
+        for encver in [1, 2, 3] {
             let mut buf = Buf::default();
             encode_unloadable(&mut buf);
             let got = decode(encver, &mut buf, Limits::default());
@@ -384,6 +443,16 @@ mod tests {
             sink.put_u64(deadline_ms - prev);
             prev = deadline_ms;
         }
+    }
+
+    /// What a version-2 writer wrote: version 3 without its leading
+    /// setting (a set without a delivery).
+    fn encode_v2(set: &XSet, sink: &mut Buf, chunk_bytes: usize) {
+        assert!(set.delivery().is_none());
+        let mut v3 = Buf::default();
+        encode_chunked(set, &mut v3, chunk_bytes);
+        assert_eq!(v3.items.remove(0), Ok(0));
+        sink.items.extend(v3.items);
     }
 
     fn sample() -> XSet {
@@ -416,12 +485,12 @@ mod tests {
     #[test]
     fn round_trip_keeps_every_deadline() {
         let s = sample();
-        for encver in [1, 2] {
+        for encver in [1, 2, 3] {
             let mut buf = Buf::default();
-            if encver == 1 {
-                encode_v1(&s, &mut buf);
-            } else {
-                encode(&s, &mut buf);
+            match encver {
+                1 => encode_v1(&s, &mut buf),
+                2 => encode_v2(&s, &mut buf, CHUNK_BYTES),
+                _ => encode(&s, &mut buf),
             }
             let back = decode(encver, &mut buf, Limits::default()).expect("decodes");
             back.check_invariants();
@@ -436,7 +505,7 @@ mod tests {
             s.set(format!("member:{i:09}").as_bytes(), 1_700_000_000_000 + i);
         }
         let mut buf = Buf::default();
-        encode(&s, &mut buf);
+        encode_v2(&s, &mut buf, CHUNK_BYTES);
         // count, then chunks of 64 KiB: 16-byte members, 1-byte deltas.
         assert_eq!(buf.items.len(), 1 + 3);
         for item in &buf.items[1..3] {
@@ -496,15 +565,15 @@ mod tests {
             Some(DecodeError::BadDeadline)
         );
         assert_eq!(
-            decode(3, &mut Buf::default(), Limits::default()).err(),
-            Some(DecodeError::UnknownVersion(3))
+            decode(4, &mut Buf::default(), Limits::default()).err(),
+            Some(DecodeError::UnknownVersion(4))
         );
     }
 
     #[test]
     fn rejects_corrupt_version_2_payloads() {
         let mut full = Buf::default();
-        encode_chunked(&sample(), &mut full, 4);
+        encode_v2(&sample(), &mut full, 4);
         assert!(full.items.len() > 2, "several chunks");
         for cut in 0..full.items.len() {
             let items = full.items[..cut].to_vec();
@@ -683,6 +752,55 @@ mod tests {
         )
     }
 
+    #[test]
+    fn version_3_keeps_the_delivery_and_an_empty_set_that_has_one() {
+        for maxlen in [None, Some(0), Some(1000), Some(u64::MAX)] {
+            for members in [sample(), XSet::new()] {
+                let mut s = members;
+                let delivery = Delivery {
+                    stream: b"\x00events{1}".to_vec(),
+                    maxlen,
+                };
+                s.set_delivery(Some(delivery.clone()));
+                let mut buf = Buf::default();
+                encode(&s, &mut buf);
+                let back = decode(3, &mut buf, Limits::default()).expect("decodes");
+                back.check_invariants();
+                assert_eq!(back.delivery(), Some(&delivery));
+                assert!(back.keeps_when_empty());
+                assert_eq!(sorted(&s), sorted(&back));
+                assert_eq!(buf.pos, buf.items.len(), "every item read");
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_corrupt_version_3_payloads() {
+        let mut s = sample();
+        s.set_delivery(Some(Delivery {
+            stream: b"s".to_vec(),
+            maxlen: Some(7),
+        }));
+        let mut full = Buf::default();
+        encode(&s, &mut full);
+        for cut in 0..full.items.len() {
+            let mut part = Buf {
+                items: full.items[..cut].to_vec(),
+                pos: 0,
+            };
+            assert!(
+                decode(3, &mut part, Limits::default()).is_err(),
+                "truncated at {cut}"
+            );
+        }
+        let v3 = |items: Items| decode(3, &mut Buf { items, pos: 0 }, Limits::default());
+        assert_eq!(v3(vec![Ok(3)]).err(), Some(DecodeError::BadSetting(3)));
+        assert_eq!(v3(vec![Ok(0), Ok(0)]).err(), Some(DecodeError::Empty));
+        assert_eq!(v3(vec![Ok(1), Ok(5)]).err(), Some(DecodeError::Truncated));
+        let empty = v3(vec![Ok(1), Err(b"s".to_vec()), Ok(0)]).expect("decodes");
+        assert!(empty.is_empty() && empty.keeps_when_empty());
+    }
+
     proptest! {
         #[test]
         fn any_set_round_trips(
@@ -693,12 +811,12 @@ mod tests {
             for (m, d) in &entries {
                 s.set(m, *d);
             }
-            for encver in [1, 2] {
+            for encver in [1, 2, 3] {
                 let mut buf = Buf::default();
-                if encver == 1 {
-                    encode_v1(&s, &mut buf);
-                } else {
-                    encode_chunked(&s, &mut buf, chunk_bytes);
+                match encver {
+                    1 => encode_v1(&s, &mut buf),
+                    2 => encode_v2(&s, &mut buf, chunk_bytes),
+                    _ => encode_chunked(&s, &mut buf, chunk_bytes),
                 }
                 let back = decode(encver, &mut buf, Limits::default()).expect("decodes");
                 back.check_invariants();
@@ -723,7 +841,7 @@ mod tests {
                 s.set(m, *d);
             }
             let mut buf = Buf::default();
-            encode_chunked(&s, &mut buf, chunk_bytes);
+            encode_v2(&s, &mut buf, chunk_bytes);
             for (item, at, byte, kind) in edits {
                 let i = item.index(buf.items.len());
                 match (&mut buf.items[i], kind) {

@@ -34,6 +34,7 @@ mod order;
 pub mod relocate;
 mod sample;
 mod slab;
+mod slot;
 mod small;
 mod store;
 mod table;
@@ -45,6 +46,7 @@ pub use glob::glob_match;
 pub use integer::string2ll;
 pub use member::Member;
 pub use sample::Draws;
+pub use slot::key_slot;
 pub use window::{Bound, BoundValue, Window};
 
 use large::Large;
@@ -210,10 +212,24 @@ enum Repr {
     Large(Box<Large>),
 }
 
+/// Where a set delivers the members that leave it because their deadline
+/// passed: a stream key of the same database, trimmed approximately to
+/// `maxlen` entries when one is given. Part of the set: it is saved,
+/// loaded and copied with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// The stream's key name.
+    pub stream: Vec<u8>,
+    /// The length the stream is trimmed to, about (`XADD MAXLEN ~`).
+    pub maxlen: Option<u64>,
+}
+
 /// A set whose members each carry their own absolute deadline.
 #[derive(Clone)]
 pub struct XSet {
     repr: Repr,
+    /// Boxed: most sets have none, and the box keeps their size.
+    delivery: Option<Box<Delivery>>,
     limits: Limits,
     /// Changes whenever the encoding changes (conversions) and starts at
     /// random; a large-encoding cursor carries it, so a cursor from another
@@ -298,6 +314,7 @@ impl XSet {
     pub fn with_limits(limits: Limits) -> Self {
         XSet {
             repr: Repr::Small(Small::default()),
+            delivery: None,
             limits,
             epoch: random_epoch(),
         }
@@ -316,6 +333,23 @@ impl XSet {
     /// Whether no member is stored at all. O(1).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Where expired members are delivered, if anywhere.
+    pub fn delivery(&self) -> Option<&Delivery> {
+        self.delivery.as_deref()
+    }
+
+    /// Sets (or, with `None`, clears) where expired members are delivered.
+    pub fn set_delivery(&mut self, delivery: Option<Delivery>) {
+        self.delivery = delivery.map(Box::new);
+    }
+
+    /// Whether the set must stay when it holds no member: it carries a
+    /// [`Delivery`], whose stream must not silently stop being fed because
+    /// every member lapsed at once (as an empty stream stays).
+    pub fn keeps_when_empty(&self) -> bool {
+        self.delivery.is_some()
     }
 
     /// Number of members live at `now_ms`. Large: O(log n + expired);
@@ -346,10 +380,15 @@ impl XSet {
     /// The heap bytes this set holds, for `MEMORY USAGE`. O(1) large, O(1)
     /// small.
     pub fn heap_bytes(&self) -> usize {
-        match &self.repr {
-            Repr::Small(s) => s.heap_bytes(),
-            Repr::Large(l) => std::mem::size_of::<Large>() + l.heap_bytes(),
-        }
+        let delivery = self
+            .delivery
+            .as_ref()
+            .map_or(0, |d| std::mem::size_of::<Delivery>() + d.stream.capacity());
+        delivery
+            + match &self.repr {
+                Repr::Small(s) => s.heap_bytes(),
+                Repr::Large(l) => std::mem::size_of::<Large>() + l.heap_bytes(),
+            }
     }
 
     /// The stored deadline of `member`, even if it has passed; `None` when
@@ -612,22 +651,46 @@ impl XSet {
     /// O(k log n) large, O(k n) small.
     pub fn drain_expired(&mut self, now_ms: u64, limit: usize) -> (Vec<Member>, Option<u64>) {
         let mut removed = Vec::new();
+        self.drain_each(now_ms, limit, |member, _| removed.push(member));
+        (removed, self.next_deadline())
+    }
+
+    /// As [`XSet::drain_expired`], with each member's deadline: what a
+    /// [`Delivery`] records.
+    pub fn drain_expired_with_deadlines(
+        &mut self,
+        now_ms: u64,
+        limit: usize,
+    ) -> Vec<(Member, u64)> {
+        let mut removed = Vec::new();
+        self.drain_each(now_ms, limit, |member, deadline_ms| {
+            removed.push((member, deadline_ms));
+        });
+        removed
+    }
+
+    /// Removes up to `limit` due members, soonest first, handing each to
+    /// `take`.
+    fn drain_each(&mut self, now_ms: u64, limit: usize, mut take: impl FnMut(Member, u64)) {
+        let mut n = 0;
         with_store_mut!(self, s => {
-            'pops: while removed.len() < limit {
-                let batch = (limit - removed.len()).min(large::WARM_BATCH);
+            'pops: while n < limit {
+                let batch = (limit - n).min(large::WARM_BATCH);
                 s.warm_pops(now_ms, batch);
                 for _ in 0..batch {
                     match s.pop_soonest_until(now_ms) {
-                        Some((member, _)) => removed.push(member),
+                        Some((member, deadline_ms)) => {
+                            take(member, deadline_ms);
+                            n += 1;
+                        }
                         None => break 'pops,
                     }
                 }
             }
         });
-        if !removed.is_empty() {
+        if n > 0 {
             self.shrink_if_small_enough();
         }
-        (removed, self.next_deadline())
     }
 
     /// Removes the `count` members that expire soonest (members without a

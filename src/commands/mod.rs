@@ -17,6 +17,7 @@ pub mod algebra;
 #[cfg(test)]
 mod docs;
 pub mod grammar;
+pub mod notify;
 pub mod parse;
 pub mod random;
 pub mod read;
@@ -293,6 +294,48 @@ const FIRST: &str = "0.1.0";
 /// (`XSET.COUNT`, `XSET.MEMBERS ... BYDEADLINE`), `XSET.RANDMEMBER`,
 /// `XSET.POP` and the set algebra.
 const SECOND: &str = "0.2.0";
+
+/// The release that added expiry delivery (`XSET.NOTIFY`).
+const THIRD: &str = "0.4.0";
+
+/// `XSET.NOTIFY key STREAM stream`: the set and its stream, both changed
+/// (`XADD`'s `RW UPDATE` for the stream), so ACL needs write access to
+/// both and a cluster refuses them in different slots.
+const NOTIFY_KEYS: &[KeySpec] = &[
+    KeySpec::At {
+        pos: 1,
+        access: KeyAccess::Update,
+    },
+    KeySpec::At {
+        pos: 3,
+        access: KeyAccess::Update,
+    },
+];
+const NOTIFY_ARGS: &[Arg] = &[
+    KEY,
+    Arg::one_of(
+        "delivery",
+        &[
+            Arg::block(
+                "stream",
+                &[
+                    Arg::key("stream", 1).token("STREAM"),
+                    Arg::block(
+                        "trim",
+                        &[
+                            Arg::word("approximately", "~").optional(),
+                            Arg::integer("count"),
+                        ],
+                    )
+                    .token("MAXLEN")
+                    .optional(),
+                ],
+            ),
+            Arg::word("off", "OFF"),
+        ],
+    )
+    .optional(),
+];
 
 /// Every command xset offers, in the order of the command reference.
 pub const TABLE: &[CommandSpec] = &[
@@ -626,6 +669,18 @@ pub const TABLE: &[CommandSpec] = &[
         complexity: DIFF_COMPLEXITY,
         since: SECOND,
         args: STORE_ARGS,
+    },
+    CommandSpec {
+        name: "xset.notify",
+        run: Body::Timed(notify::xset_notify),
+        flags: "write fast",
+        acl: "write fast",
+        arity: -2,
+        keys: NOTIFY_KEYS,
+        summary: "Delivers members that expire to a stream, stops delivering, or names the stream",
+        complexity: "O(1)",
+        since: THIRD,
+        args: NOTIFY_ARGS,
     },
 ];
 

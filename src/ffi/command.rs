@@ -51,7 +51,7 @@ extern "C" fn trampoline<D: Dispatch, const I: usize>(
         _ => &[],
     };
     let specs = D::key_specs(I);
-    if has_counted_keys(specs) && is_keys_position_request(ctx) {
+    if needs_keys_callback(specs) && is_keys_position_request(ctx) {
         let _ = catch_unwind(AssertUnwindSafe(|| report_key_positions(ctx, specs, ptrs)));
         return raw::Status::Ok as c_int;
     }
@@ -129,12 +129,14 @@ pub enum KeySpec {
     Counted { pos: i32, access: KeyAccess },
 }
 
-/// Whether any of `specs` counts its keys: such commands register with
-/// `getkeys-api` and answer key-position requests, because Redis's cluster
-/// routing reads module commands' keys from the legacy `(first, last,
-/// step)` range or that callback, never from a counted key spec.
-pub fn has_counted_keys(specs: &[KeySpec]) -> bool {
-    specs.iter().any(|s| matches!(s, KeySpec::Counted { .. }))
+/// Whether `specs` count their keys or name more than one: such commands
+/// register with `getkeys-api` and answer key-position requests, because
+/// Redis's cluster routing reads module commands' keys from the legacy
+/// `(first, last, step)` range or that callback, never from key specs, and
+/// a legacy range gives no key at all to a command shorter than its last
+/// key (`XSET.NOTIFY key OFF`).
+pub fn needs_keys_callback(specs: &[KeySpec]) -> bool {
+    specs.len() > 1 || specs.iter().any(|s| matches!(s, KeySpec::Counted { .. }))
 }
 
 /// The positions of the keys `specs` describe in a command of `argc`
@@ -611,7 +613,7 @@ mod tests {
         for n in [3, 0, -1] {
             assert_eq!(key_positions(&store, 5, count(n)).len(), 1, "{n}");
         }
-        assert!(has_counted_keys(&store));
-        assert!(!has_counted_keys(&store[..1]));
+        assert!(needs_keys_callback(&store));
+        assert!(!needs_keys_callback(&store[..1]));
     }
 }

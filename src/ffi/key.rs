@@ -182,6 +182,104 @@ impl Key {
     }
 }
 
+/// Why a stream refused an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamRefusal {
+    /// The key holds another type.
+    WrongType,
+    /// The stream reached its last possible ID, or an entry was too large.
+    Full,
+    /// The server lacks the stream API, or refused for another reason.
+    Other,
+}
+
+impl Key {
+    /// Appends an entry of `fields` (name, value, name, value, ...) to the
+    /// stream at this key, opened for writing, creating it if missing, with
+    /// an ID the server makes (as `XADD key *`); returns that ID as
+    /// `(ms, seq)`. Clients blocked on the stream are woken when the key
+    /// closes.
+    ///
+    /// # Errors
+    /// Why the entry was refused; then the stream is unchanged.
+    pub fn stream_add(&self, fields: &[&[u8]]) -> Result<(u64, u64), StreamRefusal> {
+        let (Some(add), Some(create), Some(free)) = (
+            api!(RedisModule_StreamAdd),
+            api!(RedisModule_CreateString),
+            api!(RedisModule_FreeString),
+        ) else {
+            return Err(StreamRefusal::Other);
+        };
+        if self.handle.is_null() {
+            return Err(StreamRefusal::Other);
+        }
+        let mut strings: Vec<*mut raw::RedisModuleString> = fields
+            .iter()
+            // SAFETY: a NULL context makes a string the caller frees; the
+            // bytes are copied.
+            .map(|f| unsafe { create(std::ptr::null_mut(), f.as_ptr().cast(), f.len()) })
+            .collect();
+        let mut id = raw::RedisModuleStreamID { ms: 0, seq: 0 };
+        // SAFETY: an open key, `fields.len() / 2` pairs of live strings,
+        // which the server copies into the stream.
+        let status = unsafe {
+            add(
+                self.handle,
+                raw::REDISMODULE_STREAM_ADD_AUTOID as c_int,
+                &mut id,
+                strings.as_mut_ptr(),
+                (fields.len() / 2) as i64,
+            )
+        };
+        let refusal = if status == raw::Status::Ok as c_int {
+            None
+        } else if self.key_type() != KeyType::Empty && self.key_type() != KeyType::Stream {
+            Some(StreamRefusal::WrongType)
+        } else if self.key_type() == KeyType::Stream {
+            Some(StreamRefusal::Full)
+        } else {
+            Some(StreamRefusal::Other)
+        };
+        for s in strings {
+            // SAFETY: made above with a NULL context, freed once.
+            unsafe { free(std::ptr::null_mut(), s) };
+        }
+        match refusal {
+            None => Ok((id.ms, id.seq)),
+            Some(r) => Err(r),
+        }
+    }
+
+    /// Trims the stream at this key, opened for writing, to `maxlen`
+    /// entries, or with `approx` to about that many as `XTRIM key MAXLEN ~
+    /// maxlen` does (whole nodes only); returns its length after, if
+    /// anything was trimmed.
+    pub fn stream_trim(&self, maxlen: u64, approx: bool) -> Option<u64> {
+        let (Some(trim), Some(length)) = (
+            api!(RedisModule_StreamTrimByLength),
+            api!(RedisModule_ValueLength),
+        ) else {
+            return None;
+        };
+        if self.handle.is_null() || self.key_type() != KeyType::Stream {
+            return None;
+        }
+        let maxlen = i64::try_from(maxlen).unwrap_or(i64::MAX);
+        let flags = if approx {
+            raw::REDISMODULE_STREAM_TRIM_APPROX as c_int
+        } else {
+            0
+        };
+        // SAFETY: an open stream key.
+        let trimmed = unsafe { trim(self.handle, flags, maxlen) };
+        if trimmed <= 0 {
+            return None;
+        }
+        // SAFETY: an open key.
+        Some(unsafe { length(self.handle) } as u64)
+    }
+}
+
 impl Drop for Key {
     fn drop(&mut self) {
         if let Some(close) = api!(RedisModule_CloseKey)

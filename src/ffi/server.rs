@@ -57,6 +57,11 @@ impl ContextFlags {
             != 0
     }
 
+    /// Cluster mode is on.
+    pub fn cluster(self) -> bool {
+        self.0 & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
+    }
+
     /// A replica, or a server loading its data (RDB, AOF): it applies what
     /// it is given and never deletes on its own clock.
     pub fn replica_or_loading(self) -> bool {
