@@ -44,6 +44,7 @@ const FORMS: &[&str] = &[
     "XSET.UNIONSTORE d 1 k",
     "XSET.DIFF 1 k",
     "XSET.DIFFSTORE d 1 k",
+    "XSET.NOTIFY k STREAM s",
 ];
 
 /// The arity `COMMAND INFO` reports for `command`.

@@ -206,7 +206,9 @@ fn command_info_arity_keys_and_categories() {
         assert!(arity != 0, "{name}");
         // The key is argument 1 for every command but the set algebra,
         // whose counted keys only key specs (and the key-position callback)
-        // describe: the legacy range holds just a `*STORE` destination.
+        // describe: the legacy range holds just a `*STORE` destination; and
+        // `XSET.NOTIFY`, whose second key the callback reports (the server
+        // makes the legacy range from the first of its two key specs).
         let words: Vec<&str> = syntax.split(' ').collect();
         let (legacy, getkeys_args, want_keys): ([i64; 3], Vec<&str>, Vec<&str>) =
             match words.get(1..3) {
@@ -215,6 +217,11 @@ fn command_info_arity_keys_and_categories() {
                     [1, 1, 1],
                     vec!["dest", "2", "k1", "k2"],
                     vec!["dest", "k1", "k2"],
+                ),
+                Some(["key", "[STREAM"]) => (
+                    [1, 1, 1],
+                    vec!["k", "STREAM", "s", "MAXLEN", "5"],
+                    vec!["k", "s"],
                 ),
                 _ => ([1, 1, 1], Vec::new(), Vec::new()),
             };
