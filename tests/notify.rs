@@ -663,3 +663,154 @@ fn failover_during_expiry_delivers_each_member_once() {
     );
     drop((p, r));
 }
+
+/// The node of `nodes` that serves `key`'s slot, from `CLUSTER SLOTS`.
+fn owner_of(c: &mut Connection, nodes: &[Server], key: &str) -> usize {
+    let slot: i64 = q(c, c!["CLUSTER", "KEYSLOT", key]);
+    let slots: Vec<Value> = q(c, c!["CLUSTER", "SLOTS"]);
+    for range in slots {
+        let Value::Array(r) = range else { continue };
+        let (Some(Value::Int(a)), Some(Value::Int(b)), Some(Value::Array(node))) =
+            (r.first(), r.get(1), r.get(2))
+        else {
+            continue;
+        };
+        if (*a..=*b).contains(&slot)
+            && let Some(Value::Int(port)) = node.get(1)
+        {
+            return nodes
+                .iter()
+                .position(|n| i64::from(n.port) == *port)
+                .expect("a node of the cluster");
+        }
+    }
+    panic!("no node serves slot {slot}");
+}
+
+#[test]
+fn a_cluster_refuses_cross_slot_and_a_reshard_delivers_each_member_once() {
+    let nodes: Vec<Server> = (0..3).map(|_| Server::start_cluster_node(&[])).collect();
+    let addrs: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let mut create = vec!["--cluster", "create"];
+    create.extend(addrs.iter().map(String::as_str));
+    create.extend(["--cluster-replicas", "0", "--cluster-yes"]);
+    let out = std::process::Command::new("redis-cli")
+        .args(&create)
+        .output()
+        .expect("redis-cli");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let mut conns: Vec<Connection> = nodes.iter().map(Server::conn).collect();
+    for c in &mut conns {
+        wait_until("cluster_state:ok", Duration::from_secs(20), || {
+            q::<String>(c, c!["CLUSTER", "INFO"]).contains("cluster_state:ok")
+        });
+    }
+    let (set, stream) = ("{t}set", "{t}s");
+    let src = owner_of(&mut conns[0], &nodes, set);
+    let dst = (src + 1) % nodes.len();
+    // The stream must share the set's slot.
+    let e = err(
+        &mut conns[src],
+        c!["XSET.NOTIFY", set, "STREAM", "elsewhere"],
+    );
+    assert!(e.starts_with("CROSSSLOT"), "{e}");
+    assert_eq!(q::<i64>(&mut conns[src], c!["EXISTS", set]), 0);
+    q::<String>(&mut conns[src], c!["XSET.NOTIFY", set, "STREAM", stream]);
+    // Due before the reshard: delivered on the source.
+    let now = server_ms(&mut conns[src]);
+    let mut want = named_due_over("before", 200, now + 50, 200);
+    add_all(&mut conns[src], set, &want);
+    wait_until(
+        "the first members delivered",
+        Duration::from_secs(10),
+        || xlen(&mut conns[src], stream) == 200,
+    );
+    // Due after: delivered on the target.
+    let now = server_ms(&mut conns[src]);
+    let after = named_due_over("after", 300, now + 1500, 300);
+    add_all(&mut conns[src], set, &after);
+    // Due while the set has moved and its stream has not: they wait on
+    // the target until the stream arrives.
+    let between = named_due_over("between", 50, now + 200, 0);
+    add_all(&mut conns[src], set, &between);
+    let slot: i64 = q(&mut conns[src], c!["CLUSTER", "KEYSLOT", set]);
+    let slot = slot.to_string();
+    let src_id: String = q(&mut conns[src], c!["CLUSTER", "MYID"]);
+    let dst_id: String = q(&mut conns[dst], c!["CLUSTER", "MYID"]);
+    let _: String = q(
+        &mut conns[dst],
+        c![
+            "CLUSTER",
+            "SETSLOT",
+            slot.as_str(),
+            "IMPORTING",
+            src_id.as_str()
+        ],
+    );
+    let _: String = q(
+        &mut conns[src],
+        c![
+            "CLUSTER",
+            "SETSLOT",
+            slot.as_str(),
+            "MIGRATING",
+            dst_id.as_str()
+        ],
+    );
+    let dst_port = nodes[dst].port.to_string();
+    let migrate = |c: &mut Connection, key: &str| {
+        let _: String = q(
+            c,
+            c![
+                "MIGRATE",
+                "127.0.0.1",
+                dst_port.as_str(),
+                "",
+                "0",
+                "5000",
+                "KEYS",
+                key
+            ],
+        );
+    };
+    migrate(&mut conns[src], set);
+    wait_until(
+        "a deferred reclaim on the target",
+        Duration::from_secs(10),
+        || info_i64(&mut conns[dst], "xset", "xset_delivery_deferred") > 0,
+    );
+    migrate(&mut conns[src], stream);
+    for c in &mut conns {
+        let _: String = q(
+            c,
+            c!["CLUSTER", "SETSLOT", slot.as_str(), "NODE", dst_id.as_str()],
+        );
+    }
+    want.extend(between);
+    want.extend(after);
+    wait_until(
+        "every member delivered on the target",
+        Duration::from_secs(20),
+        || xlen(&mut conns[dst], stream) >= want.len(),
+    );
+    let all = entries(&mut conns[dst], stream);
+    assert_eq!(all.len(), want.len(), "no entry lost or duplicated");
+    assert_eq!(once(&all), want);
+    assert!(all.iter().all(|e| e.key == set));
+    let left: i64 = q(
+        &mut conns[src],
+        c!["CLUSTER", "COUNTKEYSINSLOT", slot.as_str()],
+    );
+    assert_eq!(left, 0);
+    assert_eq!(
+        q::<Option<String>>(&mut conns[dst], c!["XSET.NOTIFY", set]).as_deref(),
+        Some(stream)
+    );
+}
