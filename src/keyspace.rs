@@ -23,8 +23,9 @@ use crate::clock::{self, Clock};
 use crate::config;
 use crate::datatype::{XSET_TYPE, rebuild_commands};
 use crate::faults::{self, Fault};
-use crate::ffi::key::{CmdArg, Key, KeyName, StreamRefusal};
+use crate::ffi::key::{CmdArg, Key, KeyName};
 use crate::ffi::server::{self, ContextFlags};
+use crate::ffi::stream::{Appender, StreamRefusal};
 use crate::stats;
 use crate::tracking;
 use redis_module::{Context, KeyType, NotifyEvent, RedisError, RedisResult, RedisValue, raw};
@@ -280,36 +281,33 @@ fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Memb
     let stream = ctx.create_string(delivery.stream.as_slice());
     let handle = Key::open(ctx, &stream, true, 0);
     let mut delivered = 0;
-    for (member, deadline_ms) in gone {
-        let deadline = deadline_ms.to_string();
-        let fields: [&[u8]; 6] = [
-            b"key",
-            key.as_slice(),
-            b"member",
-            member.as_ref(),
-            b"deadline",
-            deadline.as_bytes(),
-        ];
-        match handle.stream_add(&fields) {
-            Ok((ms, seq)) => {
-                let id = format!("{ms}-{seq}");
-                let mut parts: Vec<&[u8]> = Vec::with_capacity(7);
-                parts.push(id.as_bytes());
-                parts.extend_from_slice(&fields);
-                propagate(ctx, "XADD", &stream, &parts);
-                server::notify(ctx, NotifyEvent::STREAM, c"xadd", &stream);
-                delivered += 1;
-            }
-            Err(refusal) => {
-                let why = match refusal {
-                    StreamRefusal::WrongType => "holding another type",
-                    StreamRefusal::Full => "refusing the entry",
-                    StreamRefusal::Other => "refused by the server",
-                };
-                delivery_failed(ctx, key, delivery, gone.len() - delivered, why);
-                break;
+    {
+        let mut appender = Appender::new(
+            ctx,
+            &handle,
+            &stream,
+            (b"key", key.as_slice()),
+            [b"member", b"deadline"],
+        );
+        for (member, deadline_ms) in gone {
+            match appender.append(member.as_ref(), *deadline_ms) {
+                Ok(()) => delivered += 1,
+                Err(refusal) => {
+                    let why = match refusal {
+                        StreamRefusal::WrongType => "holding another type",
+                        StreamRefusal::Full => "refusing the entry",
+                        StreamRefusal::Other => "refused by the server",
+                    };
+                    delivery_failed(ctx, key, delivery, gone.len() - delivered, why);
+                    break;
+                }
             }
         }
+    }
+    if delivered > 0 {
+        // One event for the batch: what a client waiting on keyspace
+        // events needs (the stream changed), without one per entry.
+        server::notify(ctx, NotifyEvent::STREAM, c"xadd", &stream);
     }
     if delivered == 0 {
         return;
@@ -345,14 +343,10 @@ fn stream_missing(ctx: &Context, name: &[u8]) -> bool {
 /// Returns whether it made one.
 pub fn create_stream(ctx: &Context, stream: &CmdArg, set_key: &CmdArg) -> bool {
     let handle = Key::open(ctx, stream, true, 0);
-    if !handle.is_empty() {
-        return false;
-    }
     let fields: [&[u8]; 2] = [b"key", set_key.as_slice()];
-    let Ok((ms, seq)) = handle.stream_add(&fields) else {
+    let Some((ms, seq)) = handle.create_empty_stream(&fields) else {
         return false;
     };
-    handle.stream_trim(0, false);
     let id = format!("{ms}-{seq}");
     let parts: [&[u8]; 5] = [b"MAXLEN", b"0", id.as_bytes(), fields[0], fields[1]];
     propagate(ctx, "XADD", stream, &parts);
@@ -631,13 +625,18 @@ pub fn expire_due(
         return 0;
     };
     let mut expired = 0;
-    loop {
+    let deferred = loop {
         let n = reclaim_due(ctx, &name, set, now_ms, EXPIRY_CHUNK);
         expired += n;
-        if n < EXPIRY_CHUNK || started.elapsed() >= budget {
-            break;
+        if n < EXPIRY_CHUNK {
+            // Fewer than a chunk yet some still due: the delivery was
+            // deferred (its stream is missing).
+            break set.next_deadline().is_some_and(|d| d <= now_ms);
         }
-    }
+        if started.elapsed() >= budget {
+            break false;
+        }
+    };
     if expired > 0 {
         server::signal_modified(ctx, &name);
     }
@@ -647,12 +646,11 @@ pub fn expire_due(
         }
     } else {
         let db = server::selected_db(ctx);
-        let next = match set.next_deadline() {
-            // Still due after a drain that took less than it could: the
-            // delivery was deferred (its stream is missing), so the key
-            // is looked at again a period later, not at once.
-            Some(d) if d <= now_ms => Some(now_ms + config::period_ms()),
-            next => next,
+        // A deferred key is looked at again a period later, not at once.
+        let next = if deferred {
+            Some(now_ms + config::period_ms())
+        } else {
+            set.next_deadline()
         };
         tracking::with(|t| t.relocate(db, key, None, next));
     }

@@ -182,36 +182,27 @@ impl Key {
     }
 }
 
-/// Why a stream refused an entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamRefusal {
-    /// The key holds another type.
-    WrongType,
-    /// The stream reached its last possible ID, or an entry was too large.
-    Full,
-    /// The server lacks the stream API, or refused for another reason.
-    Other,
-}
-
 impl Key {
-    /// Appends an entry of `fields` (name, value, name, value, ...) to the
-    /// stream at this key, opened for writing, creating it if missing, with
-    /// an ID the server makes (as `XADD key *`); returns that ID as
-    /// `(ms, seq)`. Clients blocked on the stream are woken when the key
-    /// closes.
-    ///
-    /// # Errors
-    /// Why the entry was refused; then the stream is unchanged.
-    pub fn stream_add(&self, fields: &[&[u8]]) -> Result<(u64, u64), StreamRefusal> {
+    /// The server's handle (null for a key the server would not open).
+    pub(super) fn raw_handle(&self) -> *mut raw::RedisModuleKey {
+        self.handle
+    }
+
+    /// Appends an entry of `fields` (name, value, ...) to the stream at
+    /// this key, opened for writing, with an ID the server makes, and
+    /// deletes it at once: the key then holds an empty stream (as `XGROUP
+    /// CREATE ... MKSTREAM` makes one), whose last ID is returned as
+    /// `(ms, seq)`. `None` if the key is not missing or the server refused.
+    pub fn create_empty_stream(&self, fields: &[&[u8]]) -> Option<(u64, u64)> {
         let (Some(add), Some(create), Some(free)) = (
             api!(RedisModule_StreamAdd),
             api!(RedisModule_CreateString),
             api!(RedisModule_FreeString),
         ) else {
-            return Err(StreamRefusal::Other);
+            return None;
         };
-        if self.handle.is_null() {
-            return Err(StreamRefusal::Other);
+        if self.handle.is_null() || !self.is_empty() {
+            return None;
         }
         let mut strings: Vec<*mut raw::RedisModuleString> = fields
             .iter()
@@ -231,23 +222,15 @@ impl Key {
                 (fields.len() / 2) as i64,
             )
         };
-        let refusal = if status == raw::Status::Ok as c_int {
-            None
-        } else if self.key_type() != KeyType::Empty && self.key_type() != KeyType::Stream {
-            Some(StreamRefusal::WrongType)
-        } else if self.key_type() == KeyType::Stream {
-            Some(StreamRefusal::Full)
-        } else {
-            Some(StreamRefusal::Other)
-        };
         for s in strings {
             // SAFETY: made above with a NULL context, freed once.
             unsafe { free(std::ptr::null_mut(), s) };
         }
-        match refusal {
-            None => Ok((id.ms, id.seq)),
-            Some(r) => Err(r),
+        if status != raw::Status::Ok as c_int {
+            return None;
         }
+        self.stream_trim(0, false);
+        Some((id.ms, id.seq))
     }
 
     /// Trims the stream at this key, opened for writing, to `maxlen`

@@ -31,6 +31,7 @@ pub mod key;
 pub mod load;
 pub mod reply;
 pub mod server;
+pub mod stream;
 pub mod types;
 
 /// The module API functions xset calls (directly or through the
