@@ -365,6 +365,33 @@ fn the_setting_and_an_empty_set_that_has_one_survive_every_move() {
 }
 
 #[test]
+fn the_setting_survives_an_aof_rewrite_and_reload() {
+    let s = Server::start(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let mut c = s.conn();
+    q::<String>(
+        &mut c,
+        c!["XSET.NOTIFY", "e", "STREAM", "es", "MAXLEN", "7"],
+    );
+    q::<i64>(&mut c, c!["XSET.ADD", "f", "m", "3600"]);
+    q::<String>(&mut c, c!["XSET.NOTIFY", "f", "STREAM", "fs"]);
+    let before = |c: &mut Connection, k: &str| q::<Vec<String>>(c, c!["DEBUG", "DIGEST-VALUE", k]);
+    let (e, f) = (before(&mut c, "e"), before(&mut c, "f"));
+    q::<String>(&mut c, c!["BGREWRITEAOF"]);
+    wait_until("the rewrite", Duration::from_secs(20), || {
+        let info: String = q(&mut c, c!["INFO", "persistence"]);
+        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
+    });
+    assert_eq!(q::<String>(&mut c, c!["DEBUG", "LOADAOF"]), "OK");
+    assert_eq!(before(&mut c, "e"), e);
+    assert_eq!(before(&mut c, "f"), f);
+    assert_eq!(
+        q::<Option<String>>(&mut c, c!["XSET.NOTIFY", "e"]).as_deref(),
+        Some("es")
+    );
+    assert_eq!(q::<i64>(&mut c, c!["EXISTS", "e", "es", "fs"]), 3);
+}
+
+#[test]
 fn bad_input_changes_nothing() {
     let s = Server::start(&[]);
     let mut c = s.conn();
