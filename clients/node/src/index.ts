@@ -64,6 +64,13 @@ export interface ScanOptions {
 
 export type ExpireCondition = 'NX' | 'XX' | 'GT' | 'LT';
 
+/** Where XSET.NOTIFY delivers expired members: a stream, trimmed to about
+ * `MAXLEN` entries if given. */
+export interface NotifyStream {
+  STREAM: RedisArgument;
+  MAXLEN?: number;
+}
+
 // ---- reply shaping ------------------------------------------------------------
 
 /** `[{ member, ttl }]` from a WITHTTL reply: `[[m, t], ...]` (RESP3) or
@@ -328,6 +335,27 @@ const interCard = {
   transformReply: same<number>,
 } as const;
 
+/** XSET.NOTIFY: with `{ STREAM, MAXLEN }`, each member whose deadline passes
+ * is appended, when the server reclaims it, to the stream as an entry with
+ * the fields `key`, `member` and `deadline` (Unix ms); with `'OFF'`, delivery
+ * stops (both reply `'OK'`). With neither, the stream's name, or `null` when
+ * the set delivers nowhere. A write command in every form; in a cluster the
+ * stream must hash to the set's slot. */
+const notify = {
+  parseCommand(parser: CommandParser, key: RedisArgument, delivery?: NotifyStream | 'OFF') {
+    parser.push('XSET.NOTIFY');
+    parser.pushKey(key);
+    if (delivery === 'OFF') {
+      parser.push('OFF');
+    } else if (delivery !== undefined) {
+      parser.push('STREAM');
+      parser.pushKey(delivery.STREAM);
+      if (delivery.MAXLEN !== undefined) parser.push('MAXLEN', String(delivery.MAXLEN));
+    }
+  },
+  transformReply: same<string | null>,
+} as const;
+
 const commands = {
   add,
   addEx,
@@ -372,8 +400,7 @@ const commands = {
   /** XSET.DIFFSTORE: stores the difference; its size. */
   diffStore: store('XSET.DIFFSTORE'),
   interCard,
-  // XSET.NOTIFY: its command object goes here (camelCase name), with its
-  // uppercase alias below.
+  notify,
 } as const;
 
 /** The module for `createClient({ modules: { xset } })`: every command under
@@ -407,6 +434,7 @@ const xset = {
   UNIONSTORE: commands.unionStore,
   DIFFSTORE: commands.diffStore,
   INTERCARD: interCard,
+  NOTIFY: notify,
 } as const;
 
 export default xset;

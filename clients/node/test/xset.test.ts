@@ -2,6 +2,8 @@
 // RESP2 and RESP3 and in a MULTI: the same JavaScript values each time.
 // Deadlines are absolute (2100-01-01) or hours away, so no value depends on
 // the moment; `Ttl(s)` stands for "milliseconds left, within 5 s below s".
+// One test lets a member expire and waits (blocking reads of a consumer group,
+// until a deadline) for it in its stream.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
@@ -41,6 +43,7 @@ type Client = RedisClientType<{ xset: typeof xset }, {}, {}, 2 | 3, {}>;
 type X = Client['xset'];
 
 const A = 'a', OTP = 'otp', ONE = 'one', Q = 'q', S1 = '{s}1', S2 = '{s}2', D = '{s}d', MISSING = 'missing';
+const N = 'n', NS = 'n:expired';
 const mt = (member: string, ttl: unknown) => ({ member, ttl });
 
 const STEPS: Array<[(x: X) => Promise<unknown>, unknown]> = [
@@ -119,6 +122,16 @@ const STEPS: Array<[(x: X) => Promise<unknown>, unknown]> = [
   [(x) => x.diffStore(D, [S1, S2, MISSING]), 1],
   [(x) => x.interCard([S1, S2]), 1],
   [(x) => x.interCard([S1, S1], { LIMIT: 1 }), 1],
+  // delivery of expired members (the test 'an expired member arrives in the
+  // stream' waits for one)
+  [(x) => x.notify(N), null],
+  [(x) => x.notify(N, { STREAM: NS, MAXLEN: 1000 }), 'OK'],
+  [(x) => x.notify(N), NS],
+  [(x) => x.notify(N, { STREAM: NS }), 'OK'],
+  [(x) => x.card(N), 0],
+  [(x) => x.notify(N, 'OFF'), 'OK'],
+  [(x) => x.notify(N), null],
+  [(x) => x.notify(MISSING, 'OFF'), 'OK'],
 ];
 
 function check(results: Array<unknown>) {
@@ -127,6 +140,21 @@ function check(results: Array<unknown>) {
     const want = STEPS[i][1];
     assert.ok(same(got, want), `step ${i}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
   });
+}
+
+interface Entry { id: string; message: Record<string, string> }
+
+/** The first entries the group `workers` reads from `stream`, waited for by
+ * blocking reads until 20 s have passed. */
+async function readGroup(client: Client, stream: string): Promise<Array<Entry>> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const reply = (await client.xReadGroup('workers', 'w1', { key: stream, id: '>' }, { COUNT: 10, BLOCK: 2000 })) as
+      Array<{ name: string; messages: Array<Entry> }> | null;
+    const entries = (reply ?? []).flatMap((s) => s.messages);
+    if (entries.length > 0) return entries;
+  }
+  throw new Error(`nothing arrived in ${stream}`);
 }
 
 let server: Server;
@@ -159,6 +187,32 @@ for (const RESP of [2, 3] as const) {
       await client.flushAll();
       assert.equal(await client.xset.ADD('u', { a: 60 }), 1);
       assert.equal(await client.xset.HAS('u', 'a'), true);
+    });
+
+    test('an expired member arrives in the stream', async () => {
+      await client.flushAll();
+      const LEASES = '{leases}', EXPIRED = '{leases}:expired';
+      assert.equal(await client.xset.notify(LEASES, { STREAM: EXPIRED, MAXLEN: 1000 }), 'OK');
+      assert.equal(await client.xset.NOTIFY(LEASES), EXPIRED);
+      // XSET.NOTIFY made the stream: the group starts at its end.
+      await client.xGroupCreate(EXPIRED, 'workers', '$');
+      const deadline = Date.now() + 300;
+      const items: Array<[string, number]> = [['seat-14', deadline], ['seat-15', deadline + 3_600_000]];
+      assert.equal(await client.xset.addEx(LEASES, items, { unit: 'PXAT' }), 2);
+      const got = await readGroup(client, EXPIRED);
+      assert.deepEqual(got.map((e) => e.message), [{ key: LEASES, member: 'seat-14', deadline: String(deadline) }]);
+      assert.equal(await client.xAck(EXPIRED, 'workers', got[0].id), 1);
+      assert.deepEqual(await client.xset.members(LEASES), ['seat-15']);
+      // Removed by hand: not delivered. The set stays, empty, while it
+      // delivers, and goes when delivery stops.
+      assert.equal(await client.xset.rem(LEASES, 'seat-15'), 1);
+      assert.equal(await client.xset.card(LEASES), 0);
+      assert.equal(await client.exists(LEASES), 1);
+      assert.equal(await client.xset.notify(LEASES, 'OFF'), 'OK');
+      assert.equal(await client.exists(LEASES), 0);
+      assert.equal(await client.xset.notify(LEASES), null);
+      assert.equal(await client.xLen(EXPIRED), 1);
+      await assert.rejects(client.xset.notify(LEASES, { STREAM: LEASES }), /another key than the set/);
     });
 
     test('a server error rejects', async () => {

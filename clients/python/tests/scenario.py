@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Tuple
 
-A, OTP, ONE, Q, S1, S2, D, MISSING = (
+A, OTP, ONE, Q, S1, S2, D, N, NS, MISSING = (
     "{t}a",
     "{t}otp",
     "{t}one",
@@ -21,9 +21,11 @@ A, OTP, ONE, Q, S1, S2, D, MISSING = (
     "{t}s1",
     "{t}s2",
     "{t}d",
+    "{t}n",
+    "{t}n:expired",
     "{t}missing",
 )
-KEYS = [A, OTP, ONE, Q, S1, S2, D, MISSING]
+KEYS = [A, OTP, ONE, Q, S1, S2, D, N, NS, MISSING]
 Y2100_MS = 4102444800000
 
 
@@ -131,6 +133,15 @@ STEPS: List[Step] = [
     (lambda x: x.diffstore(D, [S1, S2, MISSING]), 1),
     (lambda x: x.intercard([S1, S2]), 1),
     (lambda x: x.intercard([S1, S1], limit=1), 1),
+    # delivery of expired members (tests/test_notify.py waits for one)
+    (lambda x: x.notify(N), None),
+    (lambda x: x.notify(N, NS, maxlen=1000), True),
+    (lambda x: x.notify(N), NS),
+    (lambda x: x.notify(N, NS), True),
+    (lambda x: x.card(N), 0),
+    (lambda x: x.notify(N, off=True), True),
+    (lambda x: x.notify(N), None),
+    (lambda x: x.notify(MISSING, off=True), True),
 ]
 
 

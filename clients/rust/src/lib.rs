@@ -165,8 +165,6 @@ macro_rules! commands {
                     cmd::$name::<$($g),*>($($arg),*).query::<$wire>(self).map(Into::into)
                 }
             )*
-            // XSET.NOTIFY: add its entry to the list below; it appears here,
-            // in AsyncXSetCommands and in `cmd`.
         }
 
         impl<T: ConnectionLike> XSetCommands for T {}
@@ -491,6 +489,39 @@ commands! {
         if let Some(limit) = limit {
             c.arg("LIMIT").arg(limit);
         }
+        c
+    }
+
+    /// `XSET.NOTIFY key STREAM stream [MAXLEN maxlen]`: from now on, each
+    /// member whose deadline passes is appended, when the server reclaims
+    /// it, to `stream` as an entry with the fields `key`, `member` and
+    /// `deadline` (Unix ms), the stream trimmed to about `maxlen` entries
+    /// if given. A missing set or stream is created, empty. In a cluster
+    /// the stream must hash to the set's slot.
+    fn xset_notify<K: ToRedisArgs, S: ToRedisArgs>(key: K, stream: S, maxlen: Option<usize>)
+        -> () as ()
+    {
+        let mut c = redis::cmd("XSET.NOTIFY");
+        c.arg(key).arg("STREAM").arg(stream);
+        if let Some(n) = maxlen {
+            c.arg("MAXLEN").arg(n);
+        }
+        c
+    }
+
+    /// `XSET.NOTIFY key OFF`: stops the delivery (a set left without
+    /// members is then deleted).
+    fn xset_notify_off<K: ToRedisArgs>(key: K) -> () as () {
+        let mut c = redis::cmd("XSET.NOTIFY");
+        c.arg(key).arg("OFF");
+        c
+    }
+
+    /// `XSET.NOTIFY key`: the name of the stream the set delivers to, `None`
+    /// when it delivers nowhere (or is missing).
+    fn xset_notify_stream<K: ToRedisArgs>[RV](key: K) -> Option<RV> as Option<RV> {
+        let mut c = redis::cmd("XSET.NOTIFY");
+        c.arg(key);
         c
     }
 }

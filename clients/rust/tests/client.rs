@@ -2,12 +2,15 @@
 //! pipeline, against a real server, under RESP2 and RESP3: the same typed
 //! values either way. Deadlines are absolute (2100-01-01) or hours away, so
 //! no value depends on the moment; TTLs in milliseconds are checked within
-//! 5 s below what was set.
+//! 5 s below what was set. One test lets a member expire and waits (blocking
+//! reads of a consumer group, until a deadline) for it in its stream.
 
 mod server;
 
-use redis::ConnectionLike;
+use redis::streams::{StreamId, StreamReadOptions, StreamReadReply};
+use redis::{Commands, ConnectionLike};
 use server::Server;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use xset_client::{
     AddOptions, AsyncXSetCommands, Bound, ExpireCondition, MembersOptions, ScanOptions, Unit,
     WithTtl, XSetCommands, cmd,
@@ -231,6 +234,24 @@ fn every_command(c: &mut impl ConnectionLike) {
     );
     assert_eq!(c.xset_intercard(&keys, None).unwrap(), 1);
     assert_eq!(c.xset_intercard(&["{s}1", "{s}1"], Some(1)).unwrap(), 1);
+    // delivery of expired members (an_expired_member_arrives_in_the_stream
+    // waits for one)
+    assert_eq!(c.xset_notify_stream::<_, String>("n").unwrap(), None);
+    c.xset_notify("n", "n:expired", Some(1000)).unwrap();
+    assert_eq!(
+        c.xset_notify_stream::<_, String>("n").unwrap().as_deref(),
+        Some("n:expired")
+    );
+    c.xset_notify("n", "n:expired", None).unwrap();
+    assert_eq!(c.xset_card("n").unwrap(), 0);
+    let err = c.xset_notify("n", "n", None).unwrap_err();
+    assert!(
+        err.to_string().contains("another key than the set"),
+        "{err}"
+    );
+    c.xset_notify_off("n").unwrap();
+    assert_eq!(c.xset_notify_stream::<_, Vec<u8>>("n").unwrap(), None);
+    c.xset_notify_off("missing").unwrap();
     // a server error is the server's
     redis::cmd("SET")
         .arg("plain")
@@ -310,6 +331,13 @@ fn a_pipeline_of_cmd_builders() {
             ["b", "a"]
         );
         assert!(near(pairs.0[0].1, 120) && near(pairs.0[1].1, 60));
+        let ((), stream): ((), Option<String>) = redis::pipe()
+            .atomic()
+            .add_command(cmd::xset_notify("p", "p:expired", Some(10)))
+            .add_command(cmd::xset_notify_stream("p"))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(stream.as_deref(), Some("p:expired"));
     }
 }
 
@@ -355,6 +383,74 @@ async fn async_commands_resp2_and_resp3() {
             .unwrap();
         assert_eq!((cursor, rest), (0, vec![("m2".to_string(), -1)]));
         assert_eq!(c.xset_intercard(&["a", "a"], None).await.unwrap(), 1);
+        c.xset_notify("a", "a:expired", Some(10)).await.unwrap();
+        let stream: Option<String> = c.xset_notify_stream("a").await.unwrap();
+        assert_eq!(stream.as_deref(), Some("a:expired"));
+        c.xset_notify_off("a").await.unwrap();
+        assert_eq!(c.xset_notify_stream::<_, String>("a").await.unwrap(), None);
+    }
+}
+
+fn now_ms() -> i64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    i64::try_from(since.as_millis()).unwrap()
+}
+
+/// The first entries a consumer group reads from `stream`, waited for by
+/// blocking reads until 20 s have passed.
+fn read_group(c: &mut redis::Connection, stream: &str) -> Vec<StreamId> {
+    let opts = StreamReadOptions::default()
+        .group("workers", "w1")
+        .count(10)
+        .block(2000);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let reply: Option<StreamReadReply> = c.xread_options(&[stream], &[">"], &opts).unwrap();
+        let ids: Vec<StreamId> = reply
+            .into_iter()
+            .flat_map(|r| r.keys)
+            .flat_map(|k| k.ids)
+            .collect();
+        if !ids.is_empty() {
+            return ids;
+        }
+    }
+    panic!("nothing arrived in {stream}");
+}
+
+/// `XSET.NOTIFY` end to end: a member whose deadline passes arrives in the
+/// stream, once, with its key and deadline; one removed by hand does not.
+#[test]
+fn an_expired_member_arrives_in_the_stream() {
+    let server = Server::start();
+    let (set, stream) = ("{leases}", "{leases}:expired");
+    for protocol in [2, 3] {
+        let mut c = server.client(protocol).get_connection().unwrap();
+        flush(&mut c);
+        c.xset_notify(set, stream, Some(1000)).unwrap();
+        // XSET.NOTIFY made the stream: the group starts at its end.
+        let () = c.xgroup_create(stream, "workers", "$").unwrap();
+        let deadline = now_ms() + 300;
+        let items = [("seat-14", deadline), ("seat-15", deadline + 3_600_000)];
+        let pxat = AddOptions::new().unit(Unit::PxAt);
+        assert_eq!(c.xset_addex(set, &items, &pxat).unwrap(), Some(2));
+        let got = read_group(&mut c, stream);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].get::<String>("key").as_deref(), Some(set));
+        assert_eq!(got[0].get::<String>("member").as_deref(), Some("seat-14"));
+        assert_eq!(got[0].get::<i64>("deadline"), Some(deadline));
+        let acked: usize = c.xack(stream, "workers", &[&got[0].id]).unwrap();
+        assert_eq!(acked, 1);
+        let left: Vec<String> = c.xset_members(set, &MembersOptions::new()).unwrap();
+        assert_eq!(left, ["seat-15"]);
+        // Removed by hand: not delivered. The set stays, empty, while it
+        // delivers, and goes when delivery stops.
+        assert_eq!(c.xset_rem(set, &["seat-15"]).unwrap(), 1);
+        assert_eq!(c.xset_card(set).unwrap(), 0);
+        assert!(c.exists::<_, bool>(set).unwrap());
+        c.xset_notify_off(set).unwrap();
+        assert!(!c.exists::<_, bool>(set).unwrap());
+        assert_eq!(c.xlen::<_, usize>(stream).unwrap(), 1);
     }
 }
 

@@ -17,4 +17,4 @@ from ._commands import Bound, KeyT, Member, MemberReply, MemberTtl, Unit, pairs
 from ._sync import XSet
 
 __all__ = ["XSet", "pairs", "Bound", "KeyT", "Member", "MemberReply", "MemberTtl", "Unit"]
-__version__ = "0.3.0"
+__version__ = "0.4.0"

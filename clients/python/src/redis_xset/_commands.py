@@ -52,6 +52,9 @@ Listed = Union[List[MemberReply], List[MemberTtl]]
 
 # The option that tells a reply callback to pair a WITHTTL reply.
 _WITHTTL = "xset_withttl"
+# The option that tells XSET.NOTIFY's callback the command asked where the
+# set delivers (a stream name or null) rather than set it (`OK`).
+_QUERY = "xset_query"
 
 
 class Call(Generic[T]):
@@ -100,6 +103,14 @@ def _bools(reply: Any, **options: Any) -> List[bool]:
     return [bool(x) for x in reply]
 
 
+def _notify(reply: Any, **options: Any) -> Any:
+    # The query's reply (a name or null) passes as it is; `OK` is `True`,
+    # as redis-py makes it for its own commands.
+    if options.get(_QUERY):
+        return reply
+    return reply in ("OK", b"OK")
+
+
 #: Reply callbacks by command name. Commands whose reply is already the
 #: same Python value under RESP2 and RESP3 (integers, lists of integers,
 #: null, a bulk string or a list of them) have none.
@@ -112,7 +123,7 @@ CALLBACKS: Dict[str, Callable[..., Any]] = {
     "XSET.UNION": _members,
     "XSET.DIFF": _members,
     "XSET.SCAN": _scan,
-    # XSET.NOTIFY: register its reply callback here if its reply needs one.
+    "XSET.NOTIFY": _notify,
 }
 
 
@@ -292,5 +303,17 @@ def intercard(keys: Union[KeyT, Iterable[KeyT]], limit: Optional[int]) -> Call[i
     return Call(*args)
 
 
-# XSET.NOTIFY: its builder goes here, then one method in each of
-# XSet (__init__.py) and redis_xset.asyncio.XSet.
+def notify(
+    key: KeyT, stream: Optional[KeyT], maxlen: Optional[int], off: bool
+) -> Call[Union[bool, MemberReply, None]]:
+    """`XSET.NOTIFY`: the words as given (`STREAM stream [MAXLEN n]`,
+    `OFF`, or none: the query); a mix is the server's to refuse."""
+    args: List[Any] = ["XSET.NOTIFY", key]
+    if stream is not None:
+        args += ["STREAM", stream]
+    if maxlen is not None:
+        args += ["MAXLEN", maxlen]
+    if off:
+        args.append("OFF")
+    query = stream is None and maxlen is None and not off
+    return Call(*args, **{_QUERY: query})

@@ -509,5 +509,27 @@ class XSet:
         `limit`."""
         return self._run(c.intercard(keys, limit))
 
-    # XSET.NOTIFY: its method goes here (and in redis_xset.asyncio.XSet),
-    # built by a function of _commands.
+    # ---- delivery of expired members -------------------------------------
+
+    @overload
+    def notify(self, key: KeyT) -> Optional[MemberReply]: ...
+    @overload
+    def notify(self, key: KeyT, stream: KeyT, *, maxlen: Optional[int] = ...) -> bool: ...
+    @overload
+    def notify(self, key: KeyT, *, off: Literal[True]) -> bool: ...
+    def notify(
+        self,
+        key: KeyT,
+        stream: Optional[KeyT] = None,
+        *,
+        maxlen: Optional[int] = None,
+        off: bool = False,
+    ) -> Union[bool, MemberReply, None]:
+        """`XSET.NOTIFY`: with `stream`, each member whose deadline passes
+        is appended, when the server reclaims it, to that stream as an entry
+        with the fields `key`, `member` and `deadline` (Unix ms), the stream
+        trimmed to about `maxlen` entries if given (a missing set or stream
+        is created, empty); with `off=True`, delivery stops. Both return
+        `True`. With neither, the name of the stream the set delivers to, or
+        `None`. In a cluster the stream must hash to the set's slot."""
+        return self._run(c.notify(key, stream, maxlen, off))

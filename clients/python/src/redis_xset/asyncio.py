@@ -518,5 +518,24 @@ class XSet:
         `limit`."""
         return self._run(c.intercard(keys, limit))
 
-    # XSET.NOTIFY: its method goes here (and in redis_xset.XSet),
-    # built by a function of _commands.
+    # ---- delivery of expired members -------------------------------------
+
+    @overload
+    def notify(self, key: KeyT) -> Awaitable[Optional[MemberReply]]: ...
+    @overload
+    def notify(
+        self, key: KeyT, stream: KeyT, *, maxlen: Optional[int] = ...
+    ) -> Awaitable[bool]: ...
+    @overload
+    def notify(self, key: KeyT, *, off: Literal[True]) -> Awaitable[bool]: ...
+    def notify(
+        self,
+        key: KeyT,
+        stream: Optional[KeyT] = None,
+        *,
+        maxlen: Optional[int] = None,
+        off: bool = False,
+    ) -> Awaitable[Union[bool, MemberReply, None]]:
+        """`XSET.NOTIFY`: delivers expired members to `stream`, stops with
+        `off=True` (both `True`), or names the stream (`None`: nowhere)."""
+        return self._run(c.notify(key, stream, maxlen, off))
