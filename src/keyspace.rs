@@ -237,6 +237,7 @@ fn reclaim_and_deliver(
     limit: usize,
 ) -> usize {
     if let Some(d) = set.delivery()
+        && !stream_elsewhere(ctx, key, d)
         && stream_missing(ctx, &d.stream)
     {
         stats::record_delivery_deferred();
@@ -266,9 +267,7 @@ fn reclaim_and_deliver(
 /// another type, or in another cluster slot than `key`, takes nothing: the
 /// members are gone all the same, and the failure is counted and logged.
 fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Member, u64)]) {
-    if ContextFlags::of(Some(ctx)).cluster()
-        && key_slot(&delivery.stream) != key_slot(key.as_slice())
-    {
+    if stream_elsewhere(ctx, key, delivery) {
         delivery_failed(
             ctx,
             key,
@@ -323,6 +322,13 @@ fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Memb
     }
     server::signal_modified(ctx, &stream);
     stats::record_delivered(delivered);
+}
+
+/// Whether, in a cluster, the stream hashes to another slot than the set
+/// (a set restored under another name): no entry can go there, and its
+/// absence here is no reason to wait.
+fn stream_elsewhere(ctx: &Context, key: &impl KeyName, delivery: &Delivery) -> bool {
+    ContextFlags::of(Some(ctx)).cluster() && key_slot(&delivery.stream) != key_slot(key.as_slice())
 }
 
 /// Whether the stream key `name` is missing: then a set that delivers to it

@@ -840,4 +840,32 @@ fn a_cluster_refuses_cross_slot_and_a_reshard_delivers_each_member_once() {
         q::<Option<String>>(&mut conns[dst], c!["XSET.NOTIFY", set]).as_deref(),
         Some(stream)
     );
+    // A set restored under a name in another slot than its stream: its
+    // members still expire, and the failure is counted.
+    let payload: Vec<u8> = q(&mut conns[dst], c!["DUMP", set]);
+    let moved = "{u}moved";
+    let home = owner_of(&mut conns[0], &nodes, moved);
+    let failures = |c: &mut Connection| info_i64(c, "xset", "xset_delivery_failures");
+    let before = failures(&mut conns[home]);
+    q::<String>(
+        &mut conns[home],
+        c![
+            b"RESTORE".as_slice(),
+            moved.as_bytes(),
+            b"0",
+            payload.as_slice()
+        ],
+    );
+    let now = server_ms(&mut conns[home]);
+    add_all(
+        &mut conns[home],
+        moved,
+        &named_due_over("x", 5, now + 50, 0),
+    );
+    wait_until(
+        "the failures to be counted",
+        Duration::from_secs(10),
+        || failures(&mut conns[home]) == before + 5,
+    );
+    assert_eq!(q::<i64>(&mut conns[home], c!["XSET.CARD", moved]), 0);
 }
