@@ -81,10 +81,14 @@ fn rdb_restart_and_debug_reload_keep_exact_deadlines() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn committed_encver1_fixture_still_loads() {
-    let dir = scratch("fixture");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/xset-encver1.rdb");
+/// An RDB file an earlier release wrote (`tests/fixtures/<file>`), with the
+/// same sets (version 0.1.0 wrote encoding version 1, 0.3.0 version 2),
+/// loads with every member at its exact deadline.
+fn committed_fixture_loads(file: &str) {
+    let dir = scratch(file);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(file);
     std::fs::copy(&fixture, dir.join("dump.rdb")).expect("copy fixture");
     let s = start_in(&dir, &[]);
     let mut c = s.conn();
@@ -105,8 +109,22 @@ fn committed_encver1_fixture_still_loads() {
             .expect("index");
         assert_eq!(at as u64, 4_102_444_800_000 + i * 1000);
     }
+    assert_eq!(
+        q::<Value>(&mut c, c!["XSET.NOTIFY", "fixture:big"]),
+        Value::Nil
+    );
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn committed_encver1_fixture_still_loads() {
+    committed_fixture_loads("xset-encver1.rdb");
+}
+
+#[test]
+fn committed_encver2_fixture_still_loads() {
+    committed_fixture_loads("xset-encver2.rdb");
 }
 
 fn aof_round_trip(preamble: &str) {
@@ -242,37 +260,46 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
     let n = dump.len() - 8;
     assert_eq!(resign(dump.clone()), dump, "our CRC matches Redis's");
     // Layout: type 7 (module, opcodes), 0x81 + 8-byte module id, then the
-    // value as opcodes: 2 = unsigned (the count), 5 = string (one chunk of
-    // encoding version 2: k, width + 1, deadline deltas, the members).
+    // value as opcodes: 2 = unsigned (encoding version 3's delivery
+    // setting, 0 for none), 2 = unsigned (the count), 5 = string (one chunk:
+    // k, width + 1, deadline deltas, the members).
     assert_eq!(
-        (dump[0], dump[1], dump[10], dump[11], dump[12]),
-        (7, 0x81, 2, 2, 5),
+        (
+            dump[0], dump[1], dump[10], dump[11], dump[12], dump[13], dump[14]
+        ),
+        (7, 0x81, 2, 0, 2, 2, 5),
         "{dump:?}"
     );
-    let chunk_len = usize::from(dump[13]);
-    assert_eq!(&dump[14..16], &[2, 3], "two members of two bytes");
-    assert_eq!(&dump[14 + chunk_len - 4..14 + chunk_len], b"aabb");
+    let chunk_len = usize::from(dump[15]);
+    assert_eq!(&dump[16..18], &[2, 3], "two members of two bytes");
+    assert_eq!(&dump[16 + chunk_len - 4..16 + chunk_len], b"aabb");
     let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut setting = dump.clone();
+    setting[11] = 3;
+    cases.push(("unknown delivery setting", setting));
+    let mut no_stream = dump.clone();
+    no_stream[11] = 1;
+    cases.push(("delivery without its stream", no_stream));
     let mut lie_more = dump.clone();
-    lie_more[11] = 3;
+    lie_more[13] = 3;
     cases.push(("count larger than the members", lie_more));
     let mut lie_less = dump.clone();
-    lie_less[11] = 1;
+    lie_less[13] = 1;
     cases.push(("count smaller than the chunk", lie_less));
     let mut lie_zero = dump.clone();
-    lie_zero[11] = 0;
+    lie_zero[13] = 0;
     cases.push(("count of zero", lie_zero));
     let mut huge = dump.clone();
     huge.splice(
-        11..12,
+        13..14,
         [0x81, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
     );
     cases.push(("count of 2^64-1", huge));
     let mut width = dump.clone();
-    width[15] = 2;
+    width[17] = 2;
     cases.push(("member width that disagrees with the chunk", width));
     let mut k_zero = dump.clone();
-    k_zero[14] = 0;
+    k_zero[16] = 0;
     cases.push(("chunk of zero members", k_zero));
     let bb = dump
         .windows(2)
@@ -282,7 +309,7 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
     dup[bb..bb + 2].copy_from_slice(b"aa");
     cases.push(("duplicate member", dup));
     let mut varint = dump.clone();
-    for b in &mut varint[16..bb - 2] {
+    for b in &mut varint[18..bb - 2] {
         *b = 0xff;
     }
     cases.push(("deadline bytes overwritten", varint));
@@ -295,7 +322,7 @@ fn corrupt_restore_payloads_are_rejected_cleanly() {
     }
     cases.push(("garbage body", garbage));
     let mut long_string = dump.clone();
-    long_string.splice(13..14, [0x80, 0x7f, 0xff, 0xff, 0xff]);
+    long_string.splice(15..16, [0x80, 0x7f, 0xff, 0xff, 0xff]);
     cases.push(("string length of 2 GiB", long_string));
     for (what, payload) in cases {
         let payload = resign(payload);

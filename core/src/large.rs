@@ -53,6 +53,9 @@ pub struct Large {
     member_heap_bytes: usize,
     /// Compaction's progress (see [`compact`]).
     sweep: compact::Sweep,
+    /// The set's delivery ([`crate::XSet::set_delivery`]): only large sets
+    /// hold one.
+    pub delivery: Option<crate::Delivery>,
 }
 
 impl Large {

@@ -215,7 +215,9 @@ enum Repr {
 /// Where a set delivers the members that leave it because their deadline
 /// passed: a stream key of the same database, trimmed approximately to
 /// `maxlen` entries when one is given. Part of the set: it is saved,
-/// loaded and copied with it.
+/// loaded and copied with it. A set with a delivery uses the large
+/// encoding, which holds it, so that the many sets without one stay as
+/// small as they were.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {
     /// The stream's key name.
@@ -228,8 +230,6 @@ pub struct Delivery {
 #[derive(Clone)]
 pub struct XSet {
     repr: Repr,
-    /// Boxed: most sets have none, and the box keeps their size.
-    delivery: Option<Box<Delivery>>,
     limits: Limits,
     /// Changes whenever the encoding changes (conversions) and starts at
     /// random; a large-encoding cursor carries it, so a cursor from another
@@ -314,7 +314,6 @@ impl XSet {
     pub fn with_limits(limits: Limits) -> Self {
         XSet {
             repr: Repr::Small(Small::default()),
-            delivery: None,
             limits,
             epoch: random_epoch(),
         }
@@ -337,19 +336,37 @@ impl XSet {
 
     /// Where expired members are delivered, if anywhere.
     pub fn delivery(&self) -> Option<&Delivery> {
-        self.delivery.as_deref()
+        match &self.repr {
+            Repr::Large(l) => l.delivery.as_ref(),
+            Repr::Small(_) => None,
+        }
     }
 
     /// Sets (or, with `None`, clears) where expired members are delivered.
+    /// Setting one converts the set to the large encoding; clearing it lets
+    /// a set small enough convert back. O(n) when it converts, else O(1).
     pub fn set_delivery(&mut self, delivery: Option<Delivery>) {
-        self.delivery = delivery.map(Box::new);
+        match delivery {
+            Some(d) => {
+                self.convert_to_large();
+                if let Repr::Large(l) = &mut self.repr {
+                    l.delivery = Some(d);
+                }
+            }
+            None => {
+                if let Repr::Large(l) = &mut self.repr {
+                    l.delivery = None;
+                }
+                self.shrink_if_small_enough();
+            }
+        }
     }
 
     /// Whether the set must stay when it holds no member: it carries a
     /// [`Delivery`], whose stream must not silently stop being fed because
     /// every member lapsed at once (as an empty stream stays).
     pub fn keeps_when_empty(&self) -> bool {
-        self.delivery.is_some()
+        self.delivery().is_some()
     }
 
     /// Number of members live at `now_ms`. Large: O(log n + expired);
@@ -380,10 +397,8 @@ impl XSet {
     /// The heap bytes this set holds, for `MEMORY USAGE`. O(1) large, O(1)
     /// small.
     pub fn heap_bytes(&self) -> usize {
-        let delivery = self
-            .delivery
-            .as_ref()
-            .map_or(0, |d| std::mem::size_of::<Delivery>() + d.stream.capacity());
+        // The delivery itself is inside the large store; its name is not.
+        let delivery = self.delivery().map_or(0, |d| d.stream.capacity());
         delivery
             + match &self.repr {
                 Repr::Small(s) => s.heap_bytes(),
@@ -464,6 +479,7 @@ impl XSet {
     /// stays large compacts itself as members leave.)
     fn shrink_if_small_enough(&mut self) {
         if let Repr::Large(l) = &self.repr
+            && l.delivery.is_none()
             && l.len() <= usize::from(self.limits.max_small_members) / 2
             && l.iter_all().all(|(m, d)| {
                 m.len() <= usize::from(self.limits.max_small_member_bytes)

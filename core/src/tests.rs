@@ -795,3 +795,34 @@ fn add_does_what_the_add_rule_says() {
         }
     }
 }
+
+/// A delivery lives in the large store, so a set without one (most sets)
+/// keeps its size: 32 bytes, the allocator's size class it had before.
+#[test]
+fn a_delivery_costs_sets_without_one_nothing() {
+    assert_eq!(std::mem::size_of::<XSet>(), 32);
+    let mut s = XSet::new();
+    s.set(b"a", 1_000);
+    assert!(s.is_small() && !s.keeps_when_empty());
+    let d = crate::Delivery {
+        stream: b"events".to_vec(),
+        maxlen: Some(10),
+    };
+    s.set_delivery(Some(d.clone()));
+    assert!(!s.is_small());
+    assert_eq!(s.delivery(), Some(&d));
+    s.check_invariants();
+    // Draining every member keeps the delivery, in an empty large set.
+    let (gone, _) = s.drain_expired(2_000, 10);
+    assert_eq!(gone.len(), 1);
+    assert!(s.is_empty() && s.keeps_when_empty());
+    s.check_invariants();
+    let copy = s.clone();
+    assert_eq!(copy.delivery(), Some(&d));
+    // Cleared, a set small enough converts back.
+    s.set(b"b", 3_000);
+    s.set_delivery(None);
+    assert!(s.is_small() && s.delivery().is_none());
+    assert_eq!(s.deadline_of(b"b"), Some(3_000));
+    s.check_invariants();
+}
