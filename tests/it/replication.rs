@@ -2,9 +2,7 @@
 //! replication stream), and a real primary + replica pair that converges
 //! after churn and expiry.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use std::thread::sleep;
 use std::time::Duration;
 

@@ -5,9 +5,7 @@
 //! window, expired members never counted, bad bounds rejected without
 //! touching the keyspace, wrong types and missing keys.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::thread::sleep;
 use std::time::Duration;

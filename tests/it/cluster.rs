@@ -7,9 +7,7 @@
 //! moved, then to the failing primary's slots, following ASK and MOVED:
 //! every acknowledged write keeps its exact deadline through both.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, RedisResult, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, hash_map::Entry};
 use std::process::Command;

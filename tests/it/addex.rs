@@ -1,9 +1,7 @@
 //! `XSET.ADDEX ... CAP n` (a limit that refuses, all or nothing) and
 //! `CODES` (one code per pair given) against a real server.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::time::Duration;
 

@@ -9,12 +9,10 @@
 //! timer reclaimed something, keys are only looked at with `EXISTS`,
 //! `DBSIZE` and `INFO`, which never reclaim members.
 
-mod common;
 // 5. The index follows keys through the keyspace.
-#[path = "expiry/keyspace.rs"]
 mod keyspace;
 
-use common::*;
+use crate::harness::*;
 use redis::Connection;
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -6,9 +6,7 @@
 //! `XSET.REM` of exactly what it returned) and a replica that converges
 //! after a mix of pops.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, FromRedisValue, Value};
 use std::collections::BTreeSet;
 use std::thread::sleep;

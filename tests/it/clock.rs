@@ -5,9 +5,7 @@
 //! work happen, and checks that the two live and die together. None of them
 //! waits for `TIME` to move inside a script (it is cached on 7.2+).
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 

@@ -10,8 +10,6 @@
 //! `XSET_SERVER` (any Redis or Valkey server: `scripts/test --matrix` runs
 //! the integration tests once per server that `scripts/servers` provides).
 
-#![allow(dead_code)]
-
 use redis::{Connection, FromRedisValue, RedisResult, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -257,10 +255,10 @@ fn show(args: &[&[u8]]) -> Vec<String> {
 }
 
 /// Shorthand: a command from string words.
-#[macro_export]
 macro_rules! c {
     ($($a:expr),+ $(,)?) => { &[$(AsRef::<[u8]>::as_ref(&$a)),+][..] };
 }
+pub(crate) use c;
 
 /// The server's clock in Unix milliseconds (from `TIME`).
 pub fn server_ms(c: &mut Connection) -> u64 {

@@ -1,9 +1,7 @@
 //! Keyspace notifications (module class `d`, plus generic `del`) and the
 //! opt-in Pub/Sub channel that names the members that expired.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::PubSub;
 use std::thread::sleep;
 use std::time::Duration;

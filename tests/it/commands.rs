@@ -3,9 +3,7 @@
 //! operations, a 100k-member set, a big set churning while it grows and the
 //! panic guard.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::thread::sleep;
 use std::time::Duration;
