@@ -3,7 +3,6 @@
 
 use crate::harness::*;
 use redis::PubSub;
-use std::thread::sleep;
 use std::time::Duration;
 
 /// Every (channel, payload) that arrives until 200 ms pass with nothing.
@@ -48,7 +47,7 @@ fn each_write_emits_its_event_and_no_ops_emit_nothing() {
     q::<Vec<i64>>(&mut c, c!["XSET.PERSIST", "k", "MEMBERS", "1", "a"]);
     q::<i64>(&mut c, c!["XSET.REM", "k", "a"]);
     q::<Vec<i64>>(&mut c, c!["XSET.PEXPIRE", "k", "20", "MEMBERS", "1", "b"]);
-    sleep(Duration::from_millis(40));
+    wait_ttl_out(&mut c, 20);
     q::<i64>(&mut c, c!["XSET.CARD", "k"]);
     let got = payloads(&drain(&mut ps));
     assert_eq!(

@@ -266,6 +266,32 @@ pub fn server_ms(c: &mut Connection) -> u64 {
     s * 1000 + us / 1000
 }
 
+/// Waits until the server's clock (`TIME`) is past `at_ms`: a member or
+/// key due by then is expired for the server's next command. Reads no key,
+/// so nothing is reclaimed by the wait.
+pub fn wait_past(c: &mut Connection, at_ms: u64) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = server_ms(c);
+        if now > at_ms {
+            return;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the server's clock stays at {now}, not past {at_ms}"
+        );
+        std::thread::sleep(Duration::from_millis((at_ms + 1 - now).min(20)));
+    }
+}
+
+/// Waits until a TTL of `ttl_ms` set by a command already answered has run
+/// out on the server's clock (its deadline is at most `ttl_ms` from now);
+/// reads no key.
+pub fn wait_ttl_out(c: &mut Connection, ttl_ms: u64) {
+    let at = server_ms(c) + ttl_ms;
+    wait_past(c, at);
+}
+
 /// Adds `member` to `key` with the absolute deadline `at_ms`
 /// (`XSET.ADDEX key PXAT MEMBERS 1 member at_ms`; also inside `MULTI`).
 pub fn add_at(c: &mut Connection, key: &str, member: &str, at_ms: u64) {

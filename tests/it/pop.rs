@@ -9,7 +9,6 @@
 use crate::harness::*;
 use redis::{Connection, FromRedisValue, Value};
 use std::collections::BTreeSet;
-use std::thread::sleep;
 use std::time::Duration;
 
 /// `n` members `m0`..: every fifth without a deadline, the others with
@@ -290,7 +289,7 @@ fn expired_members_are_never_returned() {
             ],
         );
         q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100", "b", "100"]);
-        sleep(Duration::from_millis(60));
+        wait_ttl_out(&mut c, 30);
         let live: BTreeSet<Vec<u8>> = [b"a".to_vec(), b"b".to_vec()].into();
         for _ in 0..20 {
             let one: Vec<u8> = q(&mut c, c!["XSET.RANDMEMBER", "k"]);
@@ -326,7 +325,7 @@ fn expired_members_beyond_the_reclaim_limit_are_never_returned() {
             &mut c,
             c!["XSET.ADD", "k", "a", "100", "b", "100", "c", "100"],
         );
-        sleep(Duration::from_millis(60));
+        wait_ttl_out(&mut c, 30);
         let live: BTreeSet<Vec<u8>> = [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()].into();
         let got: Vec<Vec<u8>> = q(&mut c, c!["XSET.RANDMEMBER", "k", "-50"]);
         assert!(set_of(&got).is_subset(&live), "{:?}", set_of(&got));
@@ -385,7 +384,7 @@ fn pop_propagates_the_removal_of_exactly_the_members_it_returned() {
         c!["XSET.ADDEX", "k", "PX", "MEMBERS", "1", "x", "30"],
     );
     r.next();
-    sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut c, 30);
     let rest: Vec<String> = q(&mut c, c!["XSET.POP", "k", "10", "SOONEST"]);
     assert_eq!(rest.len(), 2);
     assert_eq!(r.next(), ["MULTI"]);
@@ -438,7 +437,7 @@ fn a_replica_converges_after_pops_and_never_shows_expired_members() {
         ],
     );
     assert_eq!(q::<i64>(&mut pc, c!["WAIT", "1", "5000"]), 1);
-    sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut rc, 30);
     let on_replica = q::<Vec<Vec<u8>>>(&mut rc, c!["XSET.RANDMEMBER", "large", "1000"]);
     assert_eq!(on_replica.len(), 400 - 5 * 7);
     assert!(
