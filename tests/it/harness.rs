@@ -10,7 +10,7 @@
 //! `XSET_SERVER` (any Redis or Valkey server: `scripts/test --matrix` runs
 //! the integration tests once per server that `scripts/servers` provides).
 
-use redis::{Connection, FromRedisValue, RedisResult, Value};
+use redis::{Connection, FromRedisValue, PubSub, RedisResult, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -356,6 +356,36 @@ pub fn info_text_i64(info: &str, field: &str) -> Option<i64> {
     info.lines()
         .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// The channel that [`drain`] publishes on to mark the end of its read.
+const DRAINED: &str = "xset-test:drained";
+
+/// Subscribes `ps` to the channels matching `pattern` (`PSUBSCRIBE`), and
+/// to the one [`drain`] reads up to.
+pub fn listen(ps: &mut PubSub, pattern: &str) {
+    ps.psubscribe(pattern).expect("psubscribe");
+    ps.subscribe(DRAINED).expect("subscribe");
+    ps.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+}
+
+/// Every (channel, payload) published so far to what `ps` [`listen`]s to,
+/// in order: publishes a marker through `c` and reads up to it. The server
+/// delivers messages in the order it publishes them, and a command's events
+/// before its reply, so nothing published before is missed and nothing
+/// after is waited for.
+pub fn drain(ps: &mut PubSub, c: &mut Connection) -> Vec<(String, Vec<u8>)> {
+    q::<i64>(c, c!["PUBLISH", DRAINED, "end"]);
+    let mut out = Vec::new();
+    loop {
+        let m = ps.get_message().expect("a message before the marker");
+        let channel = m.get_channel_name().to_string();
+        if channel == DRAINED {
+            return out;
+        }
+        out.push((channel, m.get_payload_bytes().to_vec()));
+    }
 }
 
 /// A fake replica: performs a full sync, skips the RDB, then yields each

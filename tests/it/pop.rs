@@ -9,7 +9,6 @@
 use crate::harness::*;
 use redis::{Connection, FromRedisValue, Value};
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 /// `n` members `m0`..: every fifth without a deadline, the others with
 /// deadlines 100 s, 101 s, ... away.
@@ -461,9 +460,7 @@ fn pops_emit_xset_rem_then_del_and_reads_emit_nothing() {
     let mut c = s.conn();
     let mut sub = s.conn();
     let mut ps = sub.as_pubsub();
-    ps.psubscribe("__keyspace@0__:k").expect("psubscribe");
-    ps.set_read_timeout(Some(Duration::from_millis(200)))
-        .expect("timeout");
+    listen(&mut ps, "__keyspace@0__:k");
     q::<i64>(
         &mut c,
         c!["XSET.ADD", "k", "a", "100", "b", "100", "c", "100"],
@@ -472,10 +469,10 @@ fn pops_emit_xset_rem_then_del_and_reads_emit_nothing() {
     let _: Value = q(&mut c, c!["XSET.POP", "k", "0"]);
     let _: Value = q(&mut c, c!["XSET.POP", "k"]);
     let _: Value = q(&mut c, c!["XSET.POP", "k", "5", "SOONEST"]);
-    let mut got = Vec::new();
-    while let Ok(m) = ps.get_message() {
-        got.push(String::from_utf8_lossy(m.get_payload_bytes()).into_owned());
-    }
+    let got: Vec<String> = drain(&mut ps, &mut c)
+        .iter()
+        .map(|(_, p)| String::from_utf8_lossy(p).into_owned())
+        .collect();
     assert_eq!(got, ["xset.add", "xset.rem", "xset.rem", "del"]);
 }
 
