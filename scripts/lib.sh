@@ -24,7 +24,7 @@ ensure_deps() {
 
 # A Python virtual environment ENV (default target/pyenv) holding the
 # pinned packages of the requirements file REQ (default
-# scripts/python-requirements.txt: redis-py for tests/python.rs, matplotlib
+# scripts/python-requirements.txt: redis-py for tests/it/python.rs, matplotlib
 # for scripts/bench_report.py), from PyPI. Made again when the pins change.
 # Prints nothing on success; the interpreter is ENV/bin/python.
 ensure_pyenv() {

@@ -67,7 +67,7 @@ pub fn index(specs: &[CommandSpec]) -> String {
          # xset commands\n\n\
          One page per command, each generated from the command table that also\n\
          registers the command with the server, so `COMMAND DOCS` says the same.\n\
-         Every example on every page runs in `tests/readme.rs`.\n\n\
+         Every example on every page runs in `tests/it/readme.rs`.\n\n\
          Notation, as in Redis's docs: `[x]` optional, `<a|b>` exactly one of them,\n\
          `x [x ...]` one or more. In complexities n is the set's size and k the\n\
          number of members named. On a primary, any command that finds due members\n\

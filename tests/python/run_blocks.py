@@ -10,7 +10,7 @@ show the defaults a reader would use.
   python run_blocks.py PORT PAGE [PAGE ...]
 
 Prints one line per block and protocol; exits 1 if any failed. Started by
-tests/python.rs with the interpreter of target/pyenv (scripts/lib.sh).
+tests/it/python.rs with the interpreter of target/pyenv (scripts/lib.sh).
 """
 import re
 import sys

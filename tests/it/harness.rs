@@ -10,9 +10,7 @@
 //! `XSET_SERVER` (any Redis or Valkey server: `scripts/test --matrix` runs
 //! the integration tests once per server that `scripts/servers` provides).
 
-#![allow(dead_code)]
-
-use redis::{Connection, FromRedisValue, RedisResult, Value};
+use redis::{Connection, FromRedisValue, PubSub, RedisResult, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -257,15 +255,51 @@ fn show(args: &[&[u8]]) -> Vec<String> {
 }
 
 /// Shorthand: a command from string words.
-#[macro_export]
 macro_rules! c {
     ($($a:expr),+ $(,)?) => { &[$(AsRef::<[u8]>::as_ref(&$a)),+][..] };
 }
+pub(crate) use c;
 
 /// The server's clock in Unix milliseconds (from `TIME`).
 pub fn server_ms(c: &mut Connection) -> u64 {
     let (s, us): (u64, u64) = redis::cmd("TIME").query(c).expect("TIME");
     s * 1000 + us / 1000
+}
+
+/// Polls `ok` until it holds; fails the test, naming `what`, after
+/// `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until the server's clock (`TIME`) is past `at_ms`: a member or
+/// key due by then is expired for the server's next command. Reads no key,
+/// so nothing is reclaimed by the wait.
+pub fn wait_past(c: &mut Connection, at_ms: u64) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = server_ms(c);
+        if now > at_ms {
+            return;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the server's clock stays at {now}, not past {at_ms}"
+        );
+        std::thread::sleep(Duration::from_millis((at_ms + 1 - now).min(20)));
+    }
+}
+
+/// Waits until a TTL of `ttl_ms` set by a command already answered has run
+/// out on the server's clock (its deadline is at most `ttl_ms` from now);
+/// reads no key.
+pub fn wait_ttl_out(c: &mut Connection, ttl_ms: u64) {
+    let at = server_ms(c) + ttl_ms;
+    wait_past(c, at);
 }
 
 /// Adds `member` to `key` with the absolute deadline `at_ms`
@@ -332,6 +366,36 @@ pub fn info_text_i64(info: &str, field: &str) -> Option<i64> {
     info.lines()
         .find_map(|l| l.strip_prefix(prefix.as_str()))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// The channel that [`drain`] publishes on to mark the end of its read.
+const DRAINED: &str = "xset-test:drained";
+
+/// Subscribes `ps` to the channels matching `pattern` (`PSUBSCRIBE`), and
+/// to the one [`drain`] reads up to.
+pub fn listen(ps: &mut PubSub, pattern: &str) {
+    ps.psubscribe(pattern).expect("psubscribe");
+    ps.subscribe(DRAINED).expect("subscribe");
+    ps.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+}
+
+/// Every (channel, payload) published so far to what `ps` [`listen`]s to,
+/// in order: publishes a marker through `c` and reads up to it. The server
+/// delivers messages in the order it publishes them, and a command's events
+/// before its reply, so nothing published before is missed and nothing
+/// after is waited for.
+pub fn drain(ps: &mut PubSub, c: &mut Connection) -> Vec<(String, Vec<u8>)> {
+    q::<i64>(c, c!["PUBLISH", DRAINED, "end"]);
+    let mut out = Vec::new();
+    loop {
+        let m = ps.get_message().expect("a message before the marker");
+        let channel = m.get_channel_name().to_string();
+        if channel == DRAINED {
+            return out;
+        }
+        out.push((channel, m.get_payload_bytes().to_vec()));
+    }
 }
 
 /// A fake replica: performs a full sync, skips the RDB, then yields each

@@ -2,9 +2,7 @@
 //! minor·100 + patch), `CHANGELOG.md` has a section for it, and every
 //! command's `since` in `COMMAND DOCS` is a release the changelog lists.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::Value;
 
 fn text(v: &Value) -> Option<String> {

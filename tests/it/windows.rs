@@ -5,12 +5,8 @@
 //! window, expired members never counted, bad bounds rejected without
 //! touching the keyspace, wrong types and missing keys.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
-use std::thread::sleep;
-use std::time::Duration;
 
 const MIN_MAX: &str = "ERR min or max is not an integer or out of range";
 const SYNTAX: &str = "ERR syntax error";
@@ -213,7 +209,7 @@ fn expired_members_are_never_in_a_window() {
         run::<i64>(&mut c, "XSET.ADDEX k PX MEMBERS 2 x 30 y 30");
         let near = format!("XSET.COUNT k -inf {}", now + 60_000);
         assert_eq!(run::<i64>(&mut c, &near), 2, "live before");
-        sleep(Duration::from_millis(60));
+        wait_ttl_out(&mut c, 30);
         // While writes are paused nothing is reclaimed: the members are still
         // stored and only hidden, so this checks the window itself.
         run::<()>(&mut c, "CLIENT PAUSE 10000 WRITE");

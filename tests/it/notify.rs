@@ -3,9 +3,7 @@
 //! replication, restarts, `kill -9` and failover; explicit removals are
 //! not delivered; the setting travels with the set.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -57,14 +55,6 @@ fn once(entries: &[Entry]) -> BTreeMap<String, u64> {
         );
     }
     seen
-}
-
-fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn delivered(c: &mut Connection) -> i64 {
@@ -123,13 +113,6 @@ fn add_due(
     let members = due_over(n, first_ms, span_ms);
     add_all(c, key, &members);
     members
-}
-
-/// Waits until the server's clock has passed `at_ms`.
-fn wait_past(c: &mut Connection, at_ms: u64) {
-    wait_until("the deadlines to pass", Duration::from_secs(10), || {
-        server_ms(c) > at_ms
-    });
 }
 
 #[test]

@@ -6,13 +6,9 @@
 //! `XSET.REM` of exactly what it returned) and a replica that converges
 //! after a mix of pops.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, FromRedisValue, Value};
 use std::collections::BTreeSet;
-use std::thread::sleep;
-use std::time::Duration;
 
 /// `n` members `m0`..: every fifth without a deadline, the others with
 /// deadlines 100 s, 101 s, ... away.
@@ -292,7 +288,7 @@ fn expired_members_are_never_returned() {
             ],
         );
         q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100", "b", "100"]);
-        sleep(Duration::from_millis(60));
+        wait_ttl_out(&mut c, 30);
         let live: BTreeSet<Vec<u8>> = [b"a".to_vec(), b"b".to_vec()].into();
         for _ in 0..20 {
             let one: Vec<u8> = q(&mut c, c!["XSET.RANDMEMBER", "k"]);
@@ -328,7 +324,7 @@ fn expired_members_beyond_the_reclaim_limit_are_never_returned() {
             &mut c,
             c!["XSET.ADD", "k", "a", "100", "b", "100", "c", "100"],
         );
-        sleep(Duration::from_millis(60));
+        wait_ttl_out(&mut c, 30);
         let live: BTreeSet<Vec<u8>> = [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()].into();
         let got: Vec<Vec<u8>> = q(&mut c, c!["XSET.RANDMEMBER", "k", "-50"]);
         assert!(set_of(&got).is_subset(&live), "{:?}", set_of(&got));
@@ -387,7 +383,7 @@ fn pop_propagates_the_removal_of_exactly_the_members_it_returned() {
         c!["XSET.ADDEX", "k", "PX", "MEMBERS", "1", "x", "30"],
     );
     r.next();
-    sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut c, 30);
     let rest: Vec<String> = q(&mut c, c!["XSET.POP", "k", "10", "SOONEST"]);
     assert_eq!(rest.len(), 2);
     assert_eq!(r.next(), ["MULTI"]);
@@ -440,7 +436,7 @@ fn a_replica_converges_after_pops_and_never_shows_expired_members() {
         ],
     );
     assert_eq!(q::<i64>(&mut pc, c!["WAIT", "1", "5000"]), 1);
-    sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut rc, 30);
     let on_replica = q::<Vec<Vec<u8>>>(&mut rc, c!["XSET.RANDMEMBER", "large", "1000"]);
     assert_eq!(on_replica.len(), 400 - 5 * 7);
     assert!(
@@ -464,9 +460,7 @@ fn pops_emit_xset_rem_then_del_and_reads_emit_nothing() {
     let mut c = s.conn();
     let mut sub = s.conn();
     let mut ps = sub.as_pubsub();
-    ps.psubscribe("__keyspace@0__:k").expect("psubscribe");
-    ps.set_read_timeout(Some(Duration::from_millis(200)))
-        .expect("timeout");
+    listen(&mut ps, "__keyspace@0__:k");
     q::<i64>(
         &mut c,
         c!["XSET.ADD", "k", "a", "100", "b", "100", "c", "100"],
@@ -475,10 +469,10 @@ fn pops_emit_xset_rem_then_del_and_reads_emit_nothing() {
     let _: Value = q(&mut c, c!["XSET.POP", "k", "0"]);
     let _: Value = q(&mut c, c!["XSET.POP", "k"]);
     let _: Value = q(&mut c, c!["XSET.POP", "k", "5", "SOONEST"]);
-    let mut got = Vec::new();
-    while let Ok(m) = ps.get_message() {
-        got.push(String::from_utf8_lossy(m.get_payload_bytes()).into_owned());
-    }
+    let got: Vec<String> = drain(&mut ps, &mut c)
+        .iter()
+        .map(|(_, p)| String::from_utf8_lossy(p).into_owned())
+        .collect();
     assert_eq!(got, ["xset.add", "xset.rem", "xset.rem", "del"]);
 }
 

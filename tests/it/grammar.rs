@@ -4,9 +4,7 @@
 //! counted forms, and come back intact; the single forms reply one integer,
 //! the counted forms an array with the same values.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 
 /// Every word any xset command gives a meaning to, and other awkward names.

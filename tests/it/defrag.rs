@@ -6,9 +6,7 @@
 //! (Debian's redis-server, libc malloc), the server refuses `activedefrag
 //! yes` and nothing moves.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::Connection;
 use std::time::{Duration, Instant};
 

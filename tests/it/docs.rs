@@ -7,9 +7,7 @@
 //! category and by command name are checked against real users. What the
 //! server offers for ACL categories is probed, never read from its version.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -2,9 +2,7 @@
 //! `ZRANGE ... WITHSCORES` pairs each member with its score; RESP2 replies
 //! stay flat.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 
 fn resp3(s: &Server) -> Connection {

@@ -13,9 +13,7 @@
 //! numbers in `INFO`, and the cursor of a scan that has not finished (it
 //! carries a random epoch).
 
-mod common;
-
-use common::Server;
+use crate::harness::Server;
 use redis::{Connection, Value};
 
 /// One command line of a block, with what the README says it prints.

@@ -6,9 +6,7 @@
 //! with absolute deadlines, bad input changes nothing, and a replica fed a
 //! random mix of them holds what the primary holds.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

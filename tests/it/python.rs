@@ -9,9 +9,7 @@
 //! of `scripts/python-requirements.txt` and the client library of
 //! `clients/python` (README.md's example uses it).
 
-mod common;
-
-use common::Server;
+use crate::harness::Server;
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -3,9 +3,7 @@
 //! that the rejected command left exactly as it was (`DEBUG DIGEST` of the
 //! whole database plus the snapshot of the xset key).
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 
 const NOT_INTEGER: &str = "ERR value is not an integer or out of range";

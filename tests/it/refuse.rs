@@ -8,9 +8,7 @@
 //! --matrix` sets it to Redis 6.2 from `scripts/servers path redis-6.2`).
 //! Without it these tests say so on stderr and check nothing.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::io::Write;
 use std::path::PathBuf;

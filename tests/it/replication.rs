@@ -2,11 +2,7 @@
 //! replication stream), and a real primary + replica pair that converges
 //! after churn and expiry.
 
-mod common;
-
-use common::*;
-use std::thread::sleep;
-use std::time::Duration;
+use crate::harness::*;
 
 #[test]
 fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
@@ -153,7 +149,7 @@ fn lazy_expiry_propagates_explicit_removals() {
         ],
     );
     r.next();
-    sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut c, 30);
     // A read on the primary reclaims and propagates the removal.
     assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 1);
     let mut rem = r.next();
@@ -166,7 +162,7 @@ fn lazy_expiry_propagates_explicit_removals() {
         c!["XSET.ADDEX", "k", "PX", "MEMBERS", "1", "x", "30"],
     );
     r.next();
-    sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut c, 30);
     q::<i64>(&mut c, c!["XSET.ADD", "k", "x", "100"]);
     r.expect(&[&["MULTI"], &["XSET.REM", "k", "x"]]);
     let add = r.next();
@@ -181,7 +177,7 @@ fn lazy_expiry_propagates_explicit_removals() {
         c!["XSET.PEXPIRE", "k", "20", "MEMBERS", "2", "keep", "x"],
     );
     r.next();
-    sleep(Duration::from_millis(40));
+    wait_ttl_out(&mut c, 20);
     assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "k", "keep"]), 0);
     let mut rem = r.next();
     rem[2..].sort();
@@ -273,7 +269,7 @@ fn replica_converges_after_churn_and_expiry_and_hides_expired_members() {
         );
     }
     wait_replicated(&mut pc);
-    sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut pc, 40);
     // Short members are due now. The replica hides them but keeps them.
     let rcard: i64 = q(&mut rc, c!["XSET.CARD", "k0"]);
     let stored_before: i64 = q(&mut rc, c!["MEMORY", "USAGE", "k0"]);
@@ -331,12 +327,13 @@ fn a_write_pause_never_crashes_and_reclaims_after() {
         ],
     );
     r.next();
+    let due = server_ms(&mut c) + 50;
     q::<String>(&mut c, c!["CLIENT", "PAUSE", "400", "WRITE"]);
-    sleep(Duration::from_millis(100));
-    // A read and the active timer both meet due members during the pause.
+    wait_past(&mut c, due);
+    // A read and the active timer both meet due members during the pause
+    // (the timer ticks through the rest of it, while the REM is awaited).
     assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 1);
     assert_eq!(q::<i64>(&mut c, c!["XSET.HAS", "k", "a"]), 0);
-    sleep(Duration::from_millis(100));
     assert!(s.alive(), "server aborted during the pause:\n{}", s.log());
     // After the pause the primary reclaims and propagates.
     let rem = r.next();

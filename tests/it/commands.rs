@@ -3,9 +3,7 @@
 //! operations, a 100k-member set, a big set churning while it grows and the
 //! panic guard.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::thread::sleep;
 use std::time::Duration;
@@ -107,7 +105,7 @@ fn last_member_expiring_deletes_the_key() {
         c!["XSET.ADDEX", "k", "PX", "MEMBERS", "1", "a", "50"],
     );
     assert_eq!(q::<i64>(&mut c, c!["EXISTS", "k"]), 1);
-    sleep(Duration::from_millis(80));
+    wait_ttl_out(&mut c, 50);
     assert_eq!(q::<i64>(&mut c, c!["XSET.CARD", "k"]), 0);
     assert_eq!(
         q::<i64>(&mut c, c!["EXISTS", "k"]),
@@ -138,7 +136,7 @@ fn expired_member_is_absent_for_rem_and_add() {
         ],
     );
     q::<i64>(&mut c, c!["XSET.ADD", "k", "keep", "100"]);
-    sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut c, 30);
     assert_eq!(q::<i64>(&mut c, c!["XSET.REM", "k", "a"]), 0);
     assert_eq!(
         q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]),
@@ -495,7 +493,7 @@ fn key_level_operations_work_as_for_any_type() {
     let mut c = s.conn();
     q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
     assert_eq!(q::<i64>(&mut c, c!["PEXPIRE", "k", "50"]), 1);
-    sleep(Duration::from_millis(80));
+    wait_ttl_out(&mut c, 50);
     assert_eq!(q::<i64>(&mut c, c!["EXISTS", "k"]), 0, "key-level expiry");
     q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
     assert_eq!(q::<String>(&mut c, c!["RENAME", "k", "k2"]), "OK");

@@ -7,9 +7,7 @@
 //! moved, then to the failing primary's slots, following ASK and MOVED:
 //! every acknowledged write keeps its exact deadline through both.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, RedisResult, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, hash_map::Entry};
 use std::process::Command;
@@ -478,14 +476,6 @@ fn conn_to(port: u16) -> Connection {
     redis::Client::open(format!("redis://127.0.0.1:{port}/"))
         .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
         .expect("connect to node")
-}
-
-fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        sleep(Duration::from_millis(50));
-    }
 }
 
 fn cluster_ok(port: u16) -> bool {

@@ -6,9 +6,7 @@
 //! panic guard. A server that checks arity while loading (Valkey 9.1)
 //! refuses such an AOF itself, before any handler runs.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

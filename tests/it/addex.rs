@@ -1,11 +1,8 @@
 //! `XSET.ADDEX ... CAP n` (a limit that refuses, all or nothing) and
 //! `CODES` (one code per pair given) against a real server.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
-use std::time::Duration;
 
 fn repl_offset(c: &mut Connection) -> i64 {
     info_i64(c, "replication", "master_repl_offset")
@@ -163,7 +160,7 @@ fn cap_counts_live_members_only() {
         ],
     );
     q::<i64>(&mut c, c!["XSET.ADD", "k", "live", "100"]);
-    std::thread::sleep(Duration::from_millis(60));
+    wait_ttl_out(&mut c, 30);
     // Two expired members do not count: 1 live + 2 new = 3.
     let add = c![
         "XSET.ADDEX",

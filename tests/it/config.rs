@@ -4,9 +4,7 @@
 //! refuses the load with one log line naming it, at `--loadmodule` and at
 //! `MODULE LOAD`; good ones apply; `CONFIG SET` keeps the ranges.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

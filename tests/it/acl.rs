@@ -9,9 +9,7 @@
 //! 7.4; where they are missing, the key-level `TTL`, `EXPIRE` and `PERSIST`
 //! stand in, whose key specs carry the same flags.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 
 /// One xset command and its analogues: the first the server knows gives

@@ -2,9 +2,7 @@
 //! and without the RDB preamble, restarts, DUMP/RESTORE (and corrupt
 //! payloads), COPY, and the digest.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

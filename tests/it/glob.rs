@@ -8,8 +8,7 @@
 //! every pattern tried (also 300,000 patterns of up to 12 bytes, once), so
 //! the patterns are unrestricted.
 
-mod common;
-use common::*;
+use crate::harness::*;
 use redis::{Connection, Value};
 use std::time::Instant;
 

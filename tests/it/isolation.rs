@@ -3,9 +3,7 @@
 //! survives `SREM` of an absent member or `ZADD NX` of a present one), a
 //! write that changes the set does abort it, and so does expiry.
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::Connection;
 use std::time::Duration;
 

@@ -4,9 +4,7 @@
 //! and replica apart or a broken set behind. Faults are armed with
 //! `XSET.DEBUG-FAULT` (test builds only).
 
-mod common;
-
-use common::*;
+use crate::harness::*;
 use redis::{Connection, RedisResult};
 use std::path::{Path, PathBuf};
 use std::thread::sleep;

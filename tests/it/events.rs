@@ -1,23 +1,22 @@
 //! Keyspace notifications (module class `d`, plus generic `del`) and the
 //! opt-in Pub/Sub channel that names the members that expired.
 
-mod common;
+use crate::harness::*;
+use redis::Connection;
+use std::time::{Duration, Instant};
 
-use common::*;
-use redis::PubSub;
-use std::thread::sleep;
-use std::time::Duration;
-
-/// Every (channel, payload) that arrives until 200 ms pass with nothing.
-fn drain(ps: &mut PubSub) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    while let Ok(m) = ps.get_message() {
-        out.push((
-            m.get_channel_name().to_string(),
-            m.get_payload_bytes().to_vec(),
-        ));
+/// Polls `done` until it holds; panics after 10 s, naming `what`.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < give_up, "never {what}");
+        std::thread::sleep(Duration::from_millis(5));
     }
-    out
+}
+
+/// Members reclaimed by the active expiry timer so far.
+fn expired_active(c: &mut Connection) -> i64 {
+    info_i64(c, "xset", "xset_expired_members_active")
 }
 
 fn payloads(events: &[(String, Vec<u8>)]) -> Vec<String> {
@@ -36,9 +35,7 @@ fn each_write_emits_its_event_and_no_ops_emit_nothing() {
     let mut c = s.conn();
     let mut sub = s.conn();
     let mut ps = sub.as_pubsub();
-    ps.psubscribe("__keyspace@0__:k").expect("psubscribe");
-    ps.set_read_timeout(Some(Duration::from_millis(200)))
-        .expect("timeout");
+    listen(&mut ps, "__keyspace@0__:k");
     q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100", "b", "100"]);
     q::<i64>(
         &mut c,
@@ -50,9 +47,9 @@ fn each_write_emits_its_event_and_no_ops_emit_nothing() {
     q::<Vec<i64>>(&mut c, c!["XSET.PERSIST", "k", "MEMBERS", "1", "a"]);
     q::<i64>(&mut c, c!["XSET.REM", "k", "a"]);
     q::<Vec<i64>>(&mut c, c!["XSET.PEXPIRE", "k", "20", "MEMBERS", "1", "b"]);
-    sleep(Duration::from_millis(40));
+    wait_ttl_out(&mut c, 20);
     q::<i64>(&mut c, c!["XSET.CARD", "k"]);
-    let got = payloads(&drain(&mut ps));
+    let got = payloads(&drain(&mut ps, &mut c));
     assert_eq!(
         got,
         [
@@ -73,9 +70,7 @@ fn active_expiry_emits_one_event_per_key_per_batch() {
     let mut c = s.conn();
     let mut sub = s.conn();
     let mut ps = sub.as_pubsub();
-    ps.psubscribe("__keyspace@0__:*").expect("psubscribe");
-    ps.set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
+    listen(&mut ps, "__keyspace@0__:*");
     let mut args: Vec<String> = ["XSET.ADDEX", "big", "PX", "MEMBERS", "100"]
         .map(String::from)
         .to_vec();
@@ -85,7 +80,11 @@ fn active_expiry_emits_one_event_per_key_per_batch() {
     }
     let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
     q::<i64>(&mut c, &refs);
-    let got = payloads(&drain(&mut ps));
+    // EXISTS reclaims no member: only the timer deletes the key.
+    wait_for("deleted by the timer", || {
+        q::<i64>(&mut c, c!["EXISTS", "big"]) == 0
+    });
+    let got = payloads(&drain(&mut ps, &mut c));
     assert_eq!(got, ["xset.add", "xset.expired", "del"]);
 }
 
@@ -95,9 +94,7 @@ fn opt_in_channel_names_each_expired_member() {
     let mut c = s.conn();
     let mut sub = s.conn();
     let mut ps = sub.as_pubsub();
-    ps.psubscribe("__xset@*__:expired:*").expect("psubscribe");
-    ps.set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
+    listen(&mut ps, "__xset@*__:expired:*");
     q::<i64>(
         &mut c,
         &[
@@ -114,7 +111,10 @@ fn opt_in_channel_names_each_expired_member() {
             b"60000",
         ],
     );
-    let got = drain(&mut ps);
+    wait_for("two members reclaimed by the timer", || {
+        expired_active(&mut c) == 2
+    });
+    let got = drain(&mut ps, &mut c);
     let mut members: Vec<Vec<u8>> = got.iter().map(|(_, p)| p.clone()).collect();
     members.sort();
     assert_eq!(members, vec![b"\x00bin".to_vec(), b"123456".to_vec()]);
@@ -131,7 +131,10 @@ fn opt_in_channel_names_each_expired_member() {
         &mut c,
         c!["XSET.ADDEX", "otp", "PX", "MEMBERS", "1", "quiet", "30"],
     );
-    assert!(drain(&mut ps).is_empty());
+    wait_for("a third member reclaimed by the timer", || {
+        expired_active(&mut c) == 3
+    });
+    assert!(drain(&mut ps, &mut c).is_empty());
 }
 
 /// Events follow `notify-keyspace-events` as it changes at run time: none
@@ -144,21 +147,23 @@ fn events_follow_config_set_at_run_time() {
     let mut c = s.conn();
     let mut sub = s.conn();
     let mut ps = sub.as_pubsub();
-    ps.psubscribe("__key*@0__:*").expect("psubscribe");
-    ps.set_read_timeout(Some(Duration::from_millis(200)))
-        .expect("timeout");
+    listen(&mut ps, "__key*@0__:*");
     let set = |c: &mut redis::Connection, flags: &str| {
         let ok: String = q(c, c!["CONFIG", "SET", "notify-keyspace-events", flags]);
         assert_eq!(ok, "OK");
     };
     q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
     q::<i64>(&mut c, c!["XSET.REM", "k", "a"]);
-    assert_eq!(drain(&mut ps), [], "nothing while the config is empty");
+    assert_eq!(
+        drain(&mut ps, &mut c),
+        [],
+        "nothing while the config is empty"
+    );
 
     set(&mut c, "Kd");
     q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
     assert_eq!(
-        drain(&mut ps),
+        drain(&mut ps, &mut c),
         [("__keyspace@0__:k".to_string(), b"xset.add".to_vec())],
         "the first write after CONFIG SET"
     );
@@ -166,7 +171,7 @@ fn events_follow_config_set_at_run_time() {
     set(&mut c, "Ed");
     q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]);
     assert_eq!(
-        drain(&mut ps),
+        drain(&mut ps, &mut c),
         [("__keyevent@0__:xset.add".to_string(), b"k".to_vec())]
     );
 
@@ -174,7 +179,7 @@ fn events_follow_config_set_at_run_time() {
     q::<i64>(&mut c, c!["XSET.REM", "k", "a"]);
     q::<i64>(&mut c, c!["XSET.REM", "k", "b"]);
     assert_eq!(
-        drain(&mut ps),
+        drain(&mut ps, &mut c),
         [("__keyspace@0__:k".to_string(), b"del".to_vec())],
         "generic events without the module class"
     );
@@ -182,5 +187,5 @@ fn events_follow_config_set_at_run_time() {
     set(&mut c, "");
     q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
     q::<i64>(&mut c, c!["DEL", "k"]);
-    assert_eq!(drain(&mut ps), [], "nothing once emptied again");
+    assert_eq!(drain(&mut ps, &mut c), [], "nothing once emptied again");
 }
