@@ -420,3 +420,35 @@ pub fn parse_notify(args: &[CmdArg]) -> Result<NotifyRequest, RedisError> {
     }
     Ok(NotifyRequest::Stream(Delivery { stream, maxlen }))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::commands::TABLE;
+
+    /// The fuzz target `requests` cannot compile the table (it holds the
+    /// server's types), so it lists the commands itself: that list is the
+    /// table's names and arities, in order.
+    #[test]
+    fn the_fuzz_target_names_every_command() {
+        let target = include_str!("../../fuzz/fuzz_targets/requests.rs");
+        let list = target
+            .split_once("const COMMANDS: &[(&str, i32)] = &[")
+            .and_then(|(_, rest)| rest.split_once("];"))
+            .expect("the fuzz target's COMMANDS")
+            .0;
+        let listed: Vec<(String, i32)> = list
+            .split('(')
+            .skip(1)
+            .map(|entry| {
+                let (name, rest) = entry.split_once(", ").expect("name, arity");
+                let arity = rest.split_once(')').expect(")").0.parse().expect("arity");
+                (name.trim_matches('"').to_string(), arity)
+            })
+            .collect();
+        let table: Vec<(String, i32)> = TABLE
+            .iter()
+            .map(|spec| (spec.name.to_string(), spec.arity))
+            .collect();
+        assert_eq!(listed, table);
+    }
+}
