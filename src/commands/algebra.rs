@@ -11,14 +11,15 @@
 //! result with its absolute deadlines and propagates that, never the
 //! recipe.
 
-use super::parse::{is, once, parse_i64, value_of};
 use super::reply::{WithTtl, bulk, int, pttl};
+use super::requests::{
+    AlgebraRequest, InterCardRequest, parse_algebra, parse_intercard, parse_store,
+};
 use crate::clock::Clock;
 use crate::config;
-use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::keyspace::{Kind, replace_with, with_operands};
-use redis_module::{Context, RedisError, RedisResult, RedisValue};
+use redis_module::{Context, RedisResult, RedisValue};
 use std::ffi::CStr;
 use xset_core::algebra::{self, Input};
 
@@ -60,34 +61,9 @@ impl Op {
     }
 }
 
-/// Splits `args[at..]` into the `numkeys` keys counted at `args[at]` and
-/// what follows them, with `SINTERCARD`'s errors.
-fn counted_keys(args: &[CmdArg], at: usize) -> Result<(&[CmdArg], &[CmdArg]), RedisError> {
-    let Some(count) = args.get(at) else {
-        return Err(err(errors::SYNTAX));
-    };
-    let n = parse_i64(count.as_slice())
-        .ok()
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|&n| n > 0)
-        .ok_or_else(|| err(errors::NUMKEYS_POSITIVE))?;
-    let rest = &args[at + 1..];
-    if n > rest.len() {
-        return Err(err(errors::NUMKEYS_TOO_MANY));
-    }
-    Ok(rest.split_at(n))
-}
-
 /// `XSET.INTER|UNION|DIFF numkeys key [key ...] [WITHTTL]`.
 fn read(ctx: &Context, args: &[CmdArg], clock: Clock, op: Op) -> RedisResult {
-    let (keys, options) = counted_keys(args, 1)?;
-    let mut with_ttl = false;
-    for word in options {
-        if !is(word, "WITHTTL") {
-            return Err(errors::unknown_option(word.as_slice()));
-        }
-        once(&mut with_ttl, word)?;
-    }
+    let AlgebraRequest { keys, with_ttl } = parse_algebra(args)?;
     let shape = WithTtl::for_client(ctx);
     with_operands(
         ctx,
@@ -114,10 +90,7 @@ fn read(ctx: &Context, args: &[CmdArg], clock: Clock, op: Op) -> RedisResult {
 /// `XSET.INTERSTORE|UNIONSTORE|DIFFSTORE destination numkeys key [key
 /// ...]`: the stored cardinality.
 fn store(ctx: &Context, args: &[CmdArg], clock: Clock, op: Op) -> RedisResult {
-    let (keys, options) = counted_keys(args, 2)?;
-    if let Some(word) = options.first() {
-        return Err(errors::unknown_option(word.as_slice()));
-    }
+    let keys = parse_store(args)?;
     let limits = config::limits();
     // The result is copied out before the destination is opened: it may be
     // one of the inputs.
@@ -166,22 +139,7 @@ pub fn xset_diffstore(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResu
 /// `XSET.INTERCARD numkeys key [key ...] [LIMIT limit]`: how many members
 /// are live in every key, counting up to `limit` (0: no limit).
 pub fn xset_intercard(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
-    let (keys, options) = counted_keys(args, 1)?;
-    let mut limit = usize::MAX;
-    let mut limited = false;
-    let mut pos = 0;
-    while let Some(word) = options.get(pos) {
-        if !is(word, "LIMIT") {
-            return Err(errors::unknown_option(word.as_slice()));
-        }
-        once(&mut limited, word)?;
-        limit = parse_i64(value_of(options, pos)?.as_slice())
-            .ok()
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| err(errors::LIMIT_NEGATIVE))
-            .map(|n| if n == 0 { usize::MAX } else { n })?;
-        pos += 2;
-    }
+    let InterCardRequest { keys, limit } = parse_intercard(args)?;
     with_operands(
         ctx,
         keys,

@@ -1,8 +1,9 @@
 //! The grammar of `XSET.ADD` and `XSET.ADDEX`, from the argument vector to
 //! an [`AddRequest`]: options, the `MEMBERS` block, typed times made
 //! absolute, a member named twice kept once at its last position. Pure: it
-//! reads arguments only, so the fuzz target `grammar` (fuzz/) compiles it
-//! with the errors and parse modules and stand-in arguments.
+//! reads arguments only, so the fuzz targets `grammar` and `requests`
+//! (fuzz/) compile it with the errors and parse modules and stand-in
+//! arguments. Every other command's grammar is in `requests.rs`.
 
 use super::parse::{TimeUnit, add_deadline, members_block, not_members, once, parse_i64, value_of};
 use crate::errors::{self, err};

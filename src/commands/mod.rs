@@ -2,8 +2,9 @@
 //! `lib.rs` registers each command with its flags, arity, key specs,
 //! `COMMAND DOCS` (summary, complexity, since, the full argument tree that
 //! redis-cli shows as hints) and ACL categories; and one file per command
-//! family, each parsing its arguments, running the core through `keyspace`
-//! and building the reply.
+//! family, each parsing its arguments (with the pure parsers of `grammar`,
+//! for the adds, and `requests`, for the rest, which the fuzz targets
+//! compile), running the core through `keyspace` and building the reply.
 //!
 //! Rules every command keeps:
 //! - everything is parsed and validated before a key is opened, so a
@@ -22,6 +23,7 @@ pub mod parse;
 pub mod random;
 pub mod read;
 pub mod reply;
+pub mod requests;
 pub mod write;
 
 use crate::clock::Clock;

@@ -14,23 +14,16 @@
 //! chose, not draw its own. The random source is a per-process SplitMix64
 //! stream ([`next_u64`]); the sampling itself is the core's.
 
-use super::parse::{is, parse_i64};
 use super::reply::{WithTtl, bulk, pttl, stream_members};
+use super::requests::{PopRequest, RandMemberRequest, parse_pop, parse_randmember};
 use crate::clock::Clock;
-use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::keyspace::{with_read, with_write};
-use redis_module::{Context, RedisError, RedisResult, RedisValue};
+use redis_module::{Context, RedisResult, RedisValue};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The most members a negative `XSET.RANDMEMBER` count may ask for. The
-/// reply is streamed, costing what `SRANDMEMBER`'s costs, but it is still
-/// all in the client's output buffer at once: an absurd count is refused
-/// rather than exhausting memory with one reply.
-pub const MAX_REPEATED: u64 = 1 << 20;
 
 static SEED: OnceLock<u64> = OnceLock::new();
 static DRAWS: AtomicU64 = AtomicU64::new(0);
@@ -75,23 +68,13 @@ fn single_reply<M: AsRef<[u8]>>(found: Option<&M>) -> RedisValue {
 /// `XSET.RANDMEMBER key [count [WITHTTL]]`, as `SRANDMEMBER`: without a
 /// count, one random live member (nil if none); a positive count, up to
 /// that many distinct live members; a negative one, exactly that many with
-/// repeats (at most [`MAX_REPEATED`]); 0, an empty array. `WITHTTL`
+/// repeats (at most
+/// [`MAX_REPEATED`](super::requests::MAX_REPEATED)); 0, an empty array. `WITHTTL`
 /// follows each member with its TTL in milliseconds. O(1) without a count,
 /// O(count) with one; O(n) in a small set, for a count above a third of
 /// the set, or a set mostly expired or vacant.
 pub fn xset_randmember(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
-    let (count, with_ttl) = match &args[2..] {
-        [] => (None, false),
-        [count] => (Some(parse_i64(count.as_slice())?), false),
-        [count, word] if is(word, "WITHTTL") => (Some(parse_i64(count.as_slice())?), true),
-        [count, rest @ ..] => {
-            parse_i64(count.as_slice())?;
-            return Err(extra_word(rest, "WITHTTL", false));
-        }
-    };
-    if count.is_some_and(|n| n.unsigned_abs() > MAX_REPEATED && n < 0) {
-        return Err(err(errors::OUT_OF_RANGE));
-    }
+    let RandMemberRequest { count, with_ttl } = parse_randmember(args)?;
     let now_ms = clock.now_ms;
     let with_ttl = with_ttl.then(|| WithTtl::for_client(ctx));
     with_read(ctx, &args[1], clock, |set| {
@@ -126,12 +109,6 @@ pub fn xset_randmember(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisRes
     })
 }
 
-/// `XSET.POP`'s count: a non-negative integer, with `SPOP`'s errors.
-fn pop_count(arg: &CmdArg) -> Result<usize, RedisError> {
-    let n = parse_i64(arg.as_slice())?;
-    usize::try_from(n).map_err(|_| err(errors::OUT_OF_RANGE_POSITIVE))
-}
-
 /// `XSET.POP key [count] [SOONEST]`: removes and returns live members, at
 /// random (`SPOP`) or, with `SOONEST`, those expiring soonest, members
 /// without a deadline last (`ZPOPMIN`). Without a count: one member as a
@@ -139,37 +116,8 @@ fn pop_count(arg: &CmdArg) -> Result<usize, RedisError> {
 /// goes when its last member does. Propagated as `XSET.REM` of the members
 /// returned; emits `xset.rem`. O(log n) for each member popped; at random,
 /// O(n) for a count above a third of the set or a set mostly expired.
-/// The error for `words`, where only `option` may stand, once (`seen`
-/// when it stood before them): the first that is another word, or it given
-/// twice.
-fn extra_word(words: &[CmdArg], option: &str, mut seen: bool) -> RedisError {
-    for w in words {
-        if !is(w, option) {
-            return errors::unknown_option(w.as_slice());
-        }
-        if std::mem::replace(&mut seen, true) {
-            return errors::given_twice(w.as_slice());
-        }
-    }
-    err(errors::SYNTAX)
-}
-
 pub fn xset_pop(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
-    let (count, soonest) = match &args[2..] {
-        [] => (None, false),
-        [word] if is(word, "SOONEST") => (None, true),
-        [count] => (Some(pop_count(count)?), false),
-        [count, word] if is(word, "SOONEST") && !is(count, "SOONEST") => {
-            (Some(pop_count(count)?), true)
-        }
-        [first, rest @ ..] => {
-            let soonest = is(first, "SOONEST");
-            if !soonest {
-                pop_count(first)?;
-            }
-            return Err(extra_word(rest, "SOONEST", soonest));
-        }
-    };
+    let PopRequest { count, soonest } = parse_pop(args)?;
     let key = &args[1];
     let now_ms = clock.write_ms();
     with_write(ctx, key, clock, |set, effects| {

@@ -3,15 +3,16 @@
 //! `XSET.SCAN`. None of them ever returns or counts a member whose deadline
 //! has passed.
 
-use super::parse::{Target, is, once, parse_i64, parse_u64, parse_window, value_of};
 use super::reply::{MemberStream, WithTtl, bulk, int, pttl};
+use super::requests::{
+    MembersRequest, ScanRequest, parse_count, parse_member_target, parse_members, parse_scan,
+};
 use crate::clock::Clock;
-use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::keyspace::{with_live_read, with_read};
 use redis_module::{Context, RedisResult, RedisValue};
 use std::ops::ControlFlow;
-use xset_core::{NO_DEADLINE, Window, XSet, glob_match};
+use xset_core::{NO_DEADLINE, XSet, glob_match};
 
 /// `XSET.HAS key member`: 1 if live, else 0. O(1).
 pub fn xset_has(ctx: &Context, args: &[CmdArg]) -> RedisResult {
@@ -48,7 +49,7 @@ pub fn xset_card(ctx: &Context, args: &[CmdArg]) -> RedisResult {
 /// in the window (bounds as in `BYDEADLINE`). Large: O(log n + min(m, n -
 /// m)/127) for m members in the window; small: O(n).
 pub fn xset_count(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
-    let window = parse_window(&args[2], &args[3])?;
+    let window = parse_count(args)?;
     with_read(ctx, &args[1], clock, |set| {
         Ok(int(set.map_or(0, |s| s.count_window(window, clock.now_ms))))
     })
@@ -63,41 +64,13 @@ pub fn xset_count(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
 /// The reply is written as the members are walked, not built first.
 /// O(log n + offset + count).
 pub fn xset_members(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
-    let mut window = Window::ALL;
-    let mut rev = false;
-    let mut with_ttl = false;
-    let mut offset: i64 = 0;
-    let mut count: i64 = -1;
-    let mut pos = 2;
-    if args.get(pos).is_some_and(|a| is(a, "BYDEADLINE")) {
-        let (Some(min), Some(max)) = (args.get(pos + 1), args.get(pos + 2)) else {
-            return Err(errors::value_missing(args[pos].as_slice()));
-        };
-        window = parse_window(min, max)?;
-        pos += 3;
-    }
-    let mut limit = false;
-    while pos < args.len() {
-        let arg = &args[pos];
-        if is(arg, "REV") {
-            once(&mut rev, arg)?;
-        } else if is(arg, "WITHTTL") {
-            once(&mut with_ttl, arg)?;
-        } else if is(arg, "LIMIT") {
-            once(&mut limit, arg)?;
-            if pos + 2 >= args.len() {
-                return Err(errors::value_missing(arg.as_slice()));
-            }
-            offset = parse_i64(args[pos + 1].as_slice())?;
-            count = parse_i64(args[pos + 2].as_slice())?;
-            pos += 2;
-        } else if is(arg, "BYDEADLINE") {
-            return Err(errors::after_key(arg.as_slice()));
-        } else {
-            return Err(errors::unknown_option(arg.as_slice()));
-        }
-        pos += 1;
-    }
+    let MembersRequest {
+        window,
+        rev,
+        with_ttl,
+        offset,
+        count,
+    } = parse_members(args)?;
     let shape = with_ttl.then(|| WithTtl::for_client(ctx));
     with_read(ctx, &args[1], clock, |set| {
         let Some(set) = set else {
@@ -159,7 +132,7 @@ fn time_reply(set: Option<&XSet>, member: &[u8], now_ms: u64, what: TimeReply) -
 /// The TTL family: `CMD key member` replies one integer; `CMD key MEMBERS n
 /// m1 .. mn` replies an array. -2: no such (live) member; -1: no deadline.
 fn ttl_family(ctx: &Context, args: &[CmdArg], clock: Clock, what: TimeReply) -> RedisResult {
-    let target = Target::parse(args, 2)?;
+    let target = parse_member_target(args)?;
     with_read(ctx, &args[1], clock, |set| {
         let codes = target
             .members()
@@ -198,34 +171,12 @@ pub fn xset_pexpiretime(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisRe
 /// returned at least once, whatever happens to deadlines meanwhile. O(COUNT)
 /// per call.
 pub fn xset_scan(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
-    let cursor = parse_u64(args[2].as_slice()).ok_or_else(|| err(errors::INVALID_CURSOR))?;
-    let mut pattern: Option<&[u8]> = None;
-    let mut count = 10usize;
-    let (mut with_ttl, mut counted) = (false, false);
-    let mut pos = 3;
-    while pos < args.len() {
-        let arg = &args[pos];
-        if is(arg, "MATCH") {
-            if pattern.is_some() {
-                return Err(errors::given_twice(arg.as_slice()));
-            }
-            pattern = Some(value_of(args, pos)?.as_slice());
-            pos += 1;
-        } else if is(arg, "COUNT") {
-            once(&mut counted, arg)?;
-            let n = parse_i64(value_of(args, pos)?.as_slice())?;
-            if n < 1 {
-                return Err(err(errors::SYNTAX));
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-            pos += 1;
-        } else if is(arg, "WITHTTL") {
-            once(&mut with_ttl, arg)?;
-        } else {
-            return Err(errors::unknown_option(arg.as_slice()));
-        }
-        pos += 1;
-    }
+    let ScanRequest {
+        cursor,
+        pattern,
+        count,
+        with_ttl,
+    } = parse_scan(args)?;
     let shape = WithTtl::for_client(ctx);
     with_read(ctx, &args[1], clock, |set| {
         let (next, found) = match set {

@@ -11,15 +11,15 @@
 //! the name (five with a condition) the last is one member, whatever it
 //! spells; otherwise a `MEMBERS` block must follow.
 
-use super::parse::{Target, TimeUnit, is, parse_i64, to_deadline};
+use super::parse::TimeUnit;
 use super::reply::int;
+use super::requests::{ExpireRequest, parse_expire, parse_member_target};
 use crate::clock::Clock;
-use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use crate::ffi::server::ContextFlags;
 use crate::keyspace::with_write;
 use redis_module::{Context, RedisResult};
-use xset_core::{ExpireCondition, ExpireOutcome, PersistOutcome};
+use xset_core::{ExpireOutcome, PersistOutcome};
 
 /// `XSET.REM key member [member ...]`: replies how many live members were
 /// removed. An expired member still stored is reclaimed but not counted.
@@ -58,45 +58,14 @@ fn expire_family(
     unit: TimeUnit,
 ) -> RedisResult {
     let key = &args[1];
-    let value = parse_i64(args[2].as_slice())?;
-    if value < 0 {
-        return Err(errors::invalid_expire(name));
-    }
-    let deadline_ms =
-        to_deadline(value, unit, clock.now_ms).ok_or_else(|| errors::invalid_expire(name))?;
-    // A time not in the future only removes members, which frees memory:
-    // accepted over maxmemory, as native EXPIRE is (these commands are not
-    // `deny-oom`). A later one may grow the set (a small set can convert,
-    // a leaf split), so it is refused there as the server refuses an add.
-    if deadline_ms > clock.now_ms && out_of_memory(ctx, clock) {
-        return Err(err(errors::OOM));
-    }
-    // With one argument after the time it is the member; with more, the
-    // first may be a condition, and never a member.
-    let condition = match args.get(3) {
-        Some(arg) if args.len() > 4 => [
-            ("NX", ExpireCondition::NoDeadline),
-            ("XX", ExpireCondition::HasDeadline),
-            ("GT", ExpireCondition::Greater),
-            ("LT", ExpireCondition::Less),
-        ]
-        .into_iter()
-        .find(|(w, _)| is(arg, w))
-        .map(|(_, c)| c),
-        _ => None,
-    };
-    if let (Some(first), Some(second)) = (condition.map(|_| &args[3]), args.get(4))
-        && args.len() > 5
-        && ["NX", "XX", "GT", "LT"].iter().any(|w| is(second, w))
-    {
-        return Err(if is(second, &String::from_utf8_lossy(first.as_slice())) {
-            errors::given_twice(second.as_slice())
-        } else {
-            err(errors::EXPIRE_CONDITIONS)
-        });
-    }
-    let target = Target::parse(args, if condition.is_some() { 4 } else { 3 })?;
-    let condition = condition.unwrap_or(ExpireCondition::Always);
+    // A later time may grow the set (a small set can convert, a leaf
+    // split), so it is refused over maxmemory as the server refuses an add;
+    // these commands are not `deny-oom`, so that removals stay allowed.
+    let ExpireRequest {
+        deadline_ms,
+        condition,
+        target,
+    } = parse_expire(args, name, unit, clock.now_ms, || out_of_memory(ctx, clock))?;
     let now_ms = clock.write_ms();
     with_write(ctx, key, clock, |set, effects| {
         let members = target.members();
@@ -145,7 +114,7 @@ pub fn xset_pexpireat(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResu
 /// member.
 pub fn xset_persist(ctx: &Context, args: &[CmdArg], clock: Clock) -> RedisResult {
     let key = &args[1];
-    let target = Target::parse(args, 2)?;
+    let target = parse_member_target(args)?;
     let now_ms = clock.write_ms();
     with_write(ctx, key, clock, |set, effects| {
         let members = target.members();
