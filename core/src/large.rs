@@ -237,12 +237,10 @@ impl Store for Large {
     }
 
     fn find_or_place(&self, member: &[u8], deadline_ms: u64) -> Result<(u32, u64), u64> {
-        // In a large set, the member's hash bucket and the leaf headers
-        // of the deadline it goes to (refreshed or new) are fetched at
-        // once, and the latter arrive while the member is looked up. A
-        // plain lookup (`Store::find`) passes `u64::MAX`: no leaf.
+        // In a large set, the leaf headers of the deadline the member goes
+        // to (refreshed or new) are fetched while it is looked up. A plain
+        // lookup (`Store::find`) passes `u64::MAX`: no leaf.
         let hash = self.hasher.hash(member);
-        self.table.touch(hash);
         self.by_deadline.prefetch_for(deadline_ms);
         let slots = &self.slots;
         let found = self.table.find(hash, |s| {

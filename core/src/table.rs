@@ -46,10 +46,6 @@ const MIN_BUCKETS: usize = 16;
 /// Bits of a bucket's distance field (when the slot field leaves room).
 const DIST_BITS: u32 = 4;
 
-/// Past this many buckets (128 KiB) the table is taken to be out of cache:
-/// [`SlotTable::touch`] fetches a lookup's bucket ahead.
-const OUT_OF_CACHE_ABOVE: usize = 1 << 15;
-
 /// The bucket count after `n`: the next half power of two (`2^k` or
 /// `1.5 * 2^k`), at least [`MIN_BUCKETS`].
 fn next_size(n: usize) -> usize {
@@ -428,15 +424,6 @@ impl SlotTable {
         self.cur
             .find(hash, &mut is)
             .or_else(|| self.old.as_ref().and_then(|m| m.from.find(hash, &mut is)))
-    }
-
-    /// Starts fetching the bucket where a lookup of `hash` begins, in a
-    /// table too large to stay in cache ([`OUT_OF_CACHE_ABOVE`] buckets),
-    /// without waiting for it.
-    pub fn touch(&self, hash: u64) {
-        if self.cur.len() > OUT_OF_CACHE_ABOVE {
-            super::touch(&self.cur.buckets[self.cur.home(hash)]);
-        }
     }
 
     /// Stores `slot`, which must not be stored, for a member with `hash`.
