@@ -110,7 +110,10 @@ fn phase_small(_: &mut XSet, members: &[[u8; 16]], rng: &mut Rng) {
         add(&mut sets[i % SMALL_SETS], &members[i], d);
     }
     let bytes: usize = sets.iter().map(XSet::heap_bytes).sum();
-    eprintln!("small: heap bytes/member {:.1}", bytes as f64 / (SMALL_SETS * 30) as f64);
+    eprintln!(
+        "small: heap bytes/member {:.1}",
+        bytes as f64 / (SMALL_SETS * 30) as f64
+    );
 }
 
 /// Nanoseconds this thread has run on a processor (Linux's schedstat; 0
