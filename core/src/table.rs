@@ -622,19 +622,6 @@ impl SlotTable {
         slab_len == 0 || self.cur.layout.fits(slab_len as u32 - 1)
     }
 
-    /// Reads the home bucket of `hash` (and in the array being left, if a
-    /// resize is under way): a read-ahead before a removal.
-    pub fn touch_home(&self, hash: u64) {
-        if !self.cur.buckets.is_empty() {
-            super::touch(&self.cur.buckets[self.cur.home(hash)]);
-        }
-        if let Some(m) = &self.old
-            && !m.from.buckets.is_empty()
-        {
-            super::touch(&m.from.buckets[m.from.home(hash)]);
-        }
-    }
-
     /// Hands the bucket arrays to `r` (active defrag).
     pub fn relocate<R: super::relocate::Relocate>(&mut self, r: &mut R) {
         r.slice(&mut self.cur.buckets);
