@@ -10,14 +10,18 @@
 //! half powers of two (`2^k` or `1.5 * 2^k`, both jemalloc size classes),
 //! not by doubling: at 1M members the table is 1.5M buckets (6 MiB) instead
 //! of 2M (8 MiB). Each growth moves every slot (incrementally, below), so
-//! finer steps would save more memory for more moves: quarter steps (1.25M
-//! buckets at 1M) tripled the time to add 100k members to 1M. A hash's home bucket is its
-//! high bits scaled to the bucket count (`hash * n >> 64`, "fastrange"), and
-//! its tag bits come from the low half of the hash, independent of the home.
-//! Removal shifts the
-//! following buckets back (no tombstones, so churn never forces a rebuild);
-//! the stored distance tells which may move without reading their members,
-//! except past the cap.
+//! finer steps would save more memory for more moves. A hash's home bucket
+//! is its high bits scaled to the bucket count (`hash * n >> 64`,
+//! "fastrange"), and its tag bits come from the low half of the hash,
+//! independent of the home. Removal shifts the following buckets back (no
+//! tombstones, so churn never forces a rebuild); the stored distance tells
+//! which may move without reading their members, except past the cap.
+//!
+//! Why not `hashbrown::HashTable<u32>`: its power-of-two bucket counts and
+//! control bytes take 5 bytes a bucket, up to twice the buckets this needs
+//! (a 1M-member set then misses the 40 bytes a member the large encoding
+//! is held to), and it resizes all at once, where a big set's table here
+//! resizes a few buckets per write (below), as Redis's own dicts do.
 //!
 //! The table shrinks as it grows, incrementally, once it is less than a
 //! quarter full: by halvings, to the smallest size at most half full, so
