@@ -12,6 +12,11 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         self.len - self.stale
     }
 
+    /// Whether the leaves are likely out of cache ([`COLD_ABOVE`]).
+    pub(super) fn cold(&self) -> bool {
+        self.len > COLD_ABOVE
+    }
+
     /// The chunk that would hold `key`: the last one whose first pair is
     /// not above it (the first one if none). Chunk headers are 64 bytes,
     /// about 32 KB at 10M members, and mostly in cache.
@@ -107,6 +112,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Inserts `key` into leaf `l` of chunk `c`, where it belongs.
     pub(super) fn insert_in(&mut self, c: usize, l: usize, key: Key, live: &impl Fn(Key) -> bool) {
         debug_assert!(self.belongs_in((c, l), key), "inserted where it belongs");
+        let cold = self.cold();
         let chunk = &mut self.chunks[c];
         let leaf = &mut chunk.leaves[l];
 
@@ -115,7 +121,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let pos = if leaf.len() > 0 && key > leaf.key(leaf.len() - 1) {
             leaf.len()
         } else {
-            leaf.rank(key)
+            leaf.rank(key, cold)
         };
         if pos < leaf.len() && leaf.key(pos) == key {
             // The key is here, stale (a member back at a deadline it had,
@@ -341,8 +347,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         key: Key,
         live: &impl Fn(Key) -> bool,
     ) -> bool {
+        let cold = self.cold();
         let leaf = &mut self.chunks[c].leaves[l];
-        let pos = leaf.rank(key);
+        let pos = leaf.rank(key, cold);
         if pos == leaf.len() || leaf.key(pos) != key {
             return false;
         }
@@ -366,12 +373,13 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let (c, l) = self.locate(old);
         let leaf = &self.chunks[c].leaves[l];
         if self.belongs_in((c, l), new) && leaf.len() > 1 && leaf.stale == 0 && leaf.fits(new.0) {
+            let cold = self.cold();
             let chunk = &mut self.chunks[c];
             let leaf = &mut chunk.leaves[l];
-            let pos = leaf.rank(old);
+            let pos = leaf.rank(old, cold);
             debug_assert!(pos < leaf.len() && leaf.key(pos) == old);
             leaf.remove_at(pos);
-            let at = leaf.rank(new);
+            let at = leaf.rank(new, false);
             leaf.insert_at(at, new);
             if l == 0 {
                 chunk.refresh_first();
@@ -426,9 +434,10 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         // Without stale pairs in the leaf, `new` (which would sit here) is
         // not stale anywhere, so nothing need be revived.
         if leaf.stale == 0 && leaf.len() > 1 && self.belongs_in((c, l), new) {
+            let cold = self.cold();
             let chunk = &mut self.chunks[c];
             let leaf = &mut chunk.leaves[l];
-            let pos = leaf.rank(old);
+            let pos = leaf.rank(old, cold);
             debug_assert!(pos < leaf.len() && leaf.key(pos) == old);
             if pos == 0 || leaf.key(pos - 1) < new {
                 // The usual case (no other pair of that deadline between
@@ -436,7 +445,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 leaf.set_at(pos, new);
             } else {
                 leaf.remove_at(pos);
-                let at = leaf.rank(new);
+                let at = leaf.rank(new, false);
                 leaf.insert_at(at, new);
             }
             if l == 0 {

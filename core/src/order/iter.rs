@@ -27,7 +27,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         }
         let (c, l) = self.locate(key);
         let chunk = &self.chunks[c];
-        let p = chunk.leaves[l].rank(key);
+        let p = chunk.leaves[l].rank(key, self.cold());
         if p < chunk.leaves[l].len() {
             Cursor { c, l, p }
         } else if l + 1 < chunk.leaves.len() {

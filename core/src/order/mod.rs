@@ -79,6 +79,11 @@ use leaf::Leaf;
 /// Pairs per leaf: 127 × 8 bytes fit jemalloc's 1024-byte size class.
 pub(super) const LEAF_CAP: usize = 127;
 
+/// Past this many pairs (256 KiB of records, a typical L2 cache) the
+/// leaves are taken to be out of cache: searches fetch a leaf's lines
+/// together first (see [`Leaf::rank`]).
+const COLD_ABOVE: usize = 1 << 15;
+
 /// A leaf this short after a removal merges with a neighbour if they fit.
 const MERGE_BELOW: usize = LEAF_CAP / 4;
 

@@ -673,7 +673,7 @@ fn replacing_the_first_pair_keeps_the_front_live() {
     // A refresh settles the front only when its old pair was first:
     // move the first pair again and again, past the end (it turns
     // stale), into the middle (it goes) and next to itself (the same
-    // leaf), in an index of one chunk and in one of several.
+    // leaf), in a small index and in one past `COLD_ABOVE`.
     for n in [2_000u32, 40_000] {
         let mut index: DeadlineIndex = DeadlineIndex::default();
         let mut model = BTreeSet::new();
@@ -682,6 +682,7 @@ fn replacing_the_first_pair_keeps_the_front_live() {
             model.insert(key);
             index.insert(key, &all);
         }
+        assert_eq!(index.cold(), n > 30_000);
         let mut last = u64::from(n) * 10;
         for step in 0..3_000u64 {
             let old = index.first().expect("not empty");
@@ -711,7 +712,8 @@ fn replacing_the_first_pair_keeps_the_front_live() {
 #[test]
 fn chunks_split_and_merge_under_random_churn() {
     // Random pairs into chunks of four leaves, then removals, pops and
-    // replacements until empty, against a model.
+    // replacements until empty, against a model, past `COLD_ABOVE`
+    // pairs.
     let mut index: DeadlineIndex<4> = DeadlineIndex::default();
     let mut model = BTreeSet::new();
     let mut x = 12345u64;
@@ -732,6 +734,7 @@ fn chunks_split_and_merge_under_random_churn() {
     same(&index, &model);
     let chunks = index.chunks.len();
     assert!(chunks > 50, "{chunks} chunks");
+    assert!(index.cold());
     let mut step = 0;
     while let Some(&k) = model.iter().nth((rand() as usize) % model.len().max(1)) {
         match step % 3 {
