@@ -3,7 +3,6 @@
 //! merges that keep leaves and chunks within their bounds.
 
 use super::leaf::*;
-use super::search::*;
 use super::*;
 
 impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
@@ -19,23 +18,24 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
 
     /// The chunk that would hold `key`: the last one whose first pair is
     /// not above it (the first one if none). Chunk headers are 64 bytes,
-    /// about 32 KB at 10M members, and mostly in cache.
+    /// about 32 KB at 10M members, and mostly in cache: a binary search,
+    /// over each of the deque's two slices.
     pub(super) fn chunk_of(&self, key: Key) -> usize {
         // One chunk (up to about 32,000 pairs) holds everything.
         if self.chunks.len() <= 1 {
             return 0;
         }
-        rank_by(
-            self.chunks.len(),
-            |i| packed(self.chunks[i].first),
-            packed(key) + 1,
-        )
-        .saturating_sub(1)
+        let (a, b) = self.chunks.as_slices();
+        let below = match b.first() {
+            Some(c) if c.first <= key => a.len() + b.partition_point(|c| c.first <= key),
+            _ => a.partition_point(|c| c.first <= key),
+        };
+        below.saturating_sub(1)
     }
 
     /// Chunk and leaf that would hold `key`: the last leaf whose first pair
     /// is not above it (the first leaf if none); the index must not be
-    /// empty. Two interpolated searches over contiguous headers.
+    /// empty. Two searches over contiguous headers.
     pub(super) fn locate(&self, key: Key) -> (usize, usize) {
         self.locate_in(self.chunk_of(key), key)
     }

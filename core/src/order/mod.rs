@@ -11,10 +11,12 @@
 //! (base, first pair, start, length, pointer to the records) sit in chunks of up
 //! to [`CHUNK_CAP`], each a deque, and the chunks in a deque with their own
 //! first pair and pair count. Finding a leaf is two searches over
-//! contiguous memory (interpolated, since deadlines are spread evenly over
-//! time; the second between its chunk's first pair and the next chunk's,
-//! which the first search read, so that it reads only the leaf headers
-//! around its guess: in a large index each of those is a cache miss). A
+//! contiguous memory: a binary search of the chunk headers (few, and in
+//! cache), then an interpolated one of the chunk's leaf headers (deadlines
+//! are spread evenly over time; it runs between the chunk's first pair and
+//! the next chunk's, which the first search read, so that it reads only
+//! the leaf headers around its guess: in a large index each of those is a
+//! cache miss). A
 //! leaf split or merge shifts at most one chunk's headers, not half of
 //! all of them (at 10M members with random TTLs that
 //! was a 1.3 MB memmove per split, a tenth of an add's time and a latency
