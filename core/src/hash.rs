@@ -4,10 +4,10 @@
 //! short whatever members arrive).
 //!
 //! std's `BuildHasher::hash_one(member)` streams the member's length and
-//! then its bytes through a buffered `Hasher`: about 210 instructions for a
-//! 12-byte member. This computes the same function family in one pass,
-//! reading the bytes in place 8 at a time: about half of that, on every
-//! lookup and insert of a large set.
+//! then its bytes through a buffered `Hasher`. This computes the same
+//! function family in one pass, reading the bytes in place 8 at a time, on
+//! every lookup and insert of a large set (the instructions it saves are
+//! in `docs/design.md`, "Micro-optimisations kept and dropped").
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;

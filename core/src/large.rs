@@ -37,9 +37,6 @@ mod compact;
 /// goes over several writes, so no single one stalls.
 const TRIM_PER_WRITE: usize = 64;
 
-/// Most pops one [`Store::warm_pops`] reads ahead for.
-pub const WARM_BATCH: usize = 32;
-
 /// Slab + hash table + deadline index.
 #[derive(Clone, Default)]
 pub struct Large {
@@ -239,14 +236,8 @@ impl Store for Large {
         self.len
     }
 
-    fn find_or_place(&self, member: &[u8], deadline_ms: u64) -> Result<(u32, u64), u64> {
-        // In a large set, the member's hash bucket and the leaf headers
-        // of the deadline it goes to (refreshed or new) are fetched at
-        // once, and the latter arrive while the member is looked up. A
-        // plain lookup (`Store::find`) passes `u64::MAX`: no leaf.
+    fn find_or_place(&self, member: &[u8], _deadline_ms: u64) -> Result<(u32, u64), u64> {
         let hash = self.hasher.hash(member);
-        self.table.touch(hash);
-        self.by_deadline.prefetch_for(deadline_ms);
         let slots = &self.slots;
         let found = self.table.find(hash, |s| {
             slots.get(s as usize).is_some_and(|e| e.member() == member)
@@ -329,33 +320,6 @@ impl Store for Large {
 
     fn soonest(&self) -> Option<(u32, u64)> {
         self.by_deadline.first().map(|(d, s)| (s, d))
-    }
-
-    /// In a big set the entries and table buckets of members leaving in
-    /// deadline order lie at random: each pop would wait on two cache
-    /// misses in turn. Reading them for a batch first, in two passes of
-    /// independent loads (the entries, then each one's home bucket), lets
-    /// the processor fetch them in parallel.
-    fn warm_pops(&self, latest_ms: u64, n: usize) {
-        let mut slots = [0u32; WARM_BATCH];
-        let mut k = 0;
-        for (d, s) in self.by_deadline.iter_from((0, 0), |_| true) {
-            if d > latest_ms || k == n.min(WARM_BATCH) {
-                break;
-            }
-            slots[k] = s;
-            k += 1;
-        }
-        let mut hashes = [0u64; WARM_BATCH];
-        for (h, &s) in hashes.iter_mut().zip(&slots[..k]) {
-            if let Some(e) = self.slots.get(s as usize) {
-                *h = self.hasher.hash(e.member());
-            }
-        }
-        // A tight loop of loads alone, so that many are in flight at once.
-        for &h in &hashes[..k] {
-            self.table.touch_home(h);
-        }
     }
 
     fn live_len(&self, now_ms: u64) -> usize {

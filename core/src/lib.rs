@@ -268,17 +268,6 @@ macro_rules! with_store_mut {
 const CURSOR_POS_BITS: u32 = 40;
 const EPOCH_MASK: u32 = (1 << 23) - 1;
 
-/// Reads `x` for its cache line alone: the load does not hold up the
-/// instructions after it, which go on while the line arrives (what a
-/// prefetch instruction does, without `unsafe` in the core). For the large
-/// encoding's table and index, which fetch what a command will read next.
-/// A real prefetch instruction (`_mm_prefetch`) would need `unsafe`, which
-/// the core forbids.
-#[inline(always)]
-fn touch<T: Copy>(x: &T) {
-    std::hint::black_box(*x);
-}
-
 /// A random starting epoch: a cursor handed out by another process (before
 /// a restart, a reload or a failover) almost surely fails to match and the
 /// scan starts over instead of skipping members.
@@ -690,17 +679,13 @@ impl XSet {
     fn drain_each(&mut self, now_ms: u64, limit: usize, mut take: impl FnMut(Member, u64)) {
         let mut n = 0;
         with_store_mut!(self, s => {
-            'pops: while n < limit {
-                let batch = (limit - n).min(large::WARM_BATCH);
-                s.warm_pops(now_ms, batch);
-                for _ in 0..batch {
-                    match s.pop_soonest_until(now_ms) {
-                        Some((member, deadline_ms)) => {
-                            take(member, deadline_ms);
-                            n += 1;
-                        }
-                        None => break 'pops,
+            while n < limit {
+                match s.pop_soonest_until(now_ms) {
+                    Some((member, deadline_ms)) => {
+                        take(member, deadline_ms);
+                        n += 1;
                     }
+                    None => break,
                 }
             }
         });

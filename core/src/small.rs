@@ -9,8 +9,8 @@
 //! The buffer is allocated a whole size class of the allocator
 //! ([`member::allocation_size`] of the bytes used), which the allocator
 //! hands out anyway: an add or a removal that stays within the class
-//! reallocates nothing, where an exactly sized buffer reallocated on every
-//! write (about 650 instructions through the server's allocator).
+//! reallocates nothing, where an exactly sized buffer reallocates on every
+//! write.
 //!
 //! Invariants (checked by `check_invariants`): entries are contiguous from
 //! the start and end exactly at `used`, are sorted by deadline (equal

@@ -46,10 +46,6 @@ pub trait Store {
     /// loop with one bound: the large encoding takes the members up to it
     /// as leaving, and does not move them to compact its slab.
     fn pop_soonest_until(&mut self, latest_ms: u64) -> Option<(Member, u64)>;
-    /// Reads ahead what popping the next `n` members up to `latest_ms`
-    /// will touch, so that their memory loads overlap instead of each
-    /// waiting on the last. Changes nothing; nothing to do by default.
-    fn warm_pops(&self, _latest_ms: u64, _n: usize) {}
     /// The member with the earliest deadline and that deadline.
     fn soonest(&self) -> Option<(Self::Pos, u64)>;
     /// Members whose deadline is after `now_ms`.

@@ -10,14 +10,18 @@
 //! half powers of two (`2^k` or `1.5 * 2^k`, both jemalloc size classes),
 //! not by doubling: at 1M members the table is 1.5M buckets (6 MiB) instead
 //! of 2M (8 MiB). Each growth moves every slot (incrementally, below), so
-//! finer steps would save more memory for more moves: quarter steps (1.25M
-//! buckets at 1M) tripled the time to add 100k members to 1M. A hash's home bucket is its
-//! high bits scaled to the bucket count (`hash * n >> 64`, "fastrange"), and
-//! its tag bits come from the low half of the hash, independent of the home.
-//! Removal shifts the
-//! following buckets back (no tombstones, so churn never forces a rebuild);
-//! the stored distance tells which may move without reading their members,
-//! except past the cap.
+//! finer steps would save more memory for more moves. A hash's home bucket
+//! is its high bits scaled to the bucket count (`hash * n >> 64`,
+//! "fastrange"), and its tag bits come from the low half of the hash,
+//! independent of the home. Removal shifts the following buckets back (no
+//! tombstones, so churn never forces a rebuild); the stored distance tells
+//! which may move without reading their members, except past the cap.
+//!
+//! Why not `hashbrown::HashTable<u32>`: its power-of-two bucket counts and
+//! control bytes take 5 bytes a bucket, up to twice the buckets this needs
+//! (a 1M-member set then misses the 40 bytes a member the large encoding
+//! is held to), and it resizes all at once, where a big set's table here
+//! resizes a few buckets per write (below), as Redis's own dicts do.
 //!
 //! The table shrinks as it grows, incrementally, once it is less than a
 //! quarter full: by halvings, to the smallest size at most half full, so
@@ -45,10 +49,6 @@ const EMPTY: u32 = 0;
 const MIN_BUCKETS: usize = 16;
 /// Bits of a bucket's distance field (when the slot field leaves room).
 const DIST_BITS: u32 = 4;
-
-/// Past this many buckets (128 KiB) the table is taken to be out of cache:
-/// [`SlotTable::touch`] fetches a lookup's bucket ahead.
-const OUT_OF_CACHE_ABOVE: usize = 1 << 15;
 
 /// The bucket count after `n`: the next half power of two (`2^k` or
 /// `1.5 * 2^k`), at least [`MIN_BUCKETS`].
@@ -430,15 +430,6 @@ impl SlotTable {
             .or_else(|| self.old.as_ref().and_then(|m| m.from.find(hash, &mut is)))
     }
 
-    /// Starts fetching the bucket where a lookup of `hash` begins, in a
-    /// table too large to stay in cache ([`OUT_OF_CACHE_ABOVE`] buckets),
-    /// without waiting for it.
-    pub fn touch(&self, hash: u64) {
-        if self.cur.len() > OUT_OF_CACHE_ABOVE {
-            super::touch(&self.cur.buckets[self.cur.home(hash)]);
-        }
-    }
-
     /// Stores `slot`, which must not be stored, for a member with `hash`.
     /// `hash_of` gives any stored slot's hash, to move slots when growing.
     pub fn insert(&mut self, hash: u64, slot: u32, slab_len: usize, hash_of: impl Fn(u32) -> u64) {
@@ -633,19 +624,6 @@ impl SlotTable {
     /// `slab_len` (what inserts need; a migrating array holds its own).
     pub fn holds_slots_below(&self, slab_len: usize) -> bool {
         slab_len == 0 || self.cur.layout.fits(slab_len as u32 - 1)
-    }
-
-    /// Reads the home bucket of `hash` (and in the array being left, if a
-    /// resize is under way): a read-ahead before a removal.
-    pub fn touch_home(&self, hash: u64) {
-        if !self.cur.buckets.is_empty() {
-            super::touch(&self.cur.buckets[self.cur.home(hash)]);
-        }
-        if let Some(m) = &self.old
-            && !m.from.buckets.is_empty()
-        {
-            super::touch(&m.from.buckets[m.from.home(hash)]);
-        }
     }
 
     /// Hands the bucket arrays to `r` (active defrag).

@@ -11,15 +11,14 @@
 //! (base, first pair, start, length, pointer to the records) sit in chunks of up
 //! to [`CHUNK_CAP`], each a deque, and the chunks in a deque with their own
 //! first pair and pair count. Finding a leaf is two searches over
-//! contiguous memory (interpolated, since deadlines are spread evenly over
-//! time; the second between its chunk's first pair and the next chunk's,
-//! which the first search read, so that it reads only the leaf headers
-//! around its guess: in a large index each of those is a cache miss). In a
-//! large index, a refresh to a random deadline fetches the new pair's leaf
-//! headers while the owner looks its member up
-//! ([`DeadlineIndex::prefetch_for`]), and that leaf's records while it
-//! locates the old pair. A leaf split or merge shifts at most one chunk's
-//! headers, not half of all of them (at 10M members with random TTLs that
+//! contiguous memory: a binary search of the chunk headers (few, and in
+//! cache), then an interpolated one of the chunk's leaf headers (deadlines
+//! are spread evenly over time; it runs between the chunk's first pair and
+//! the next chunk's, which the first search read, so that it reads only
+//! the leaf headers around its guess: in a large index each of those is a
+//! cache miss). A
+//! leaf split or merge shifts at most one chunk's headers, not half of
+//! all of them (at 10M members with random TTLs that
 //! was a 1.3 MB memmove per split, a tenth of an add's time and a latency
 //! spike that grows with the set); and dropping the first leaf or chunk
 //! (what expiry does) is O(1). Within a leaf the pairs float in their array, so dropping
@@ -66,8 +65,6 @@
 //! leaf holds stale pairs; iteration skips the pairs `live` denies.
 
 use super::relocate::{self, Relocate};
-use super::touch;
-use std::cell::Cell;
 use std::collections::VecDeque;
 
 mod chunk;
@@ -128,9 +125,4 @@ pub(super) struct DeadlineIndex<const CHUNK: usize = CHUNK_CAP> {
     /// The chunks' [`Chunk::heap_bytes`], summed as they change, so that
     /// [`DeadlineIndex::heap_bytes`] is O(1).
     chunk_heap: usize,
-    /// A deadline and the chunk [`DeadlineIndex::prefetch_for`] found for
-    /// it: the refresh that follows locates its new pair from there. It is
-    /// checked against the chunk headers before use, so one left behind
-    /// costs the usual search, never a wrong answer.
-    guessed: Cell<Option<(u64, usize)>>,
 }
