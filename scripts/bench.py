@@ -844,7 +844,7 @@ def bench_expiry(args):
                      f"{n / m['reclaim_s'] / 1e6:.2f}", f"{m['reclaim_s'] / native:.2f}", f"{m['p50_ms']:.3f}", f"{m['p99_ms']:.3f}",
                      f"{m['max_ms']:.2f}", f"{max(r['max_ms'] for r in rs):.2f}",
                      f"{m['idle_p99_ms']:.3f}", f"{max(r['idle_max_ms'] for r in rs):.2f}", target])
-        out.append(dict(scenario=labels[k], target=target, runs=rs,
+        out.append(dict(scenario=labels[k], target=target, runs=rs, members=n,
                         **{f"{f}_median": v for f, v in m.items()}))
     table("Expiry: all members due at one deadline. reclaim = deadline -> DBSIZE 0 (polled "
           "every 5 ms); PING over [deadline-0.2 s, reclaimed+0.2 s]",
