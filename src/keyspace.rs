@@ -247,14 +247,16 @@ fn reclaim_and_deliver(
     if gone.is_empty() {
         return 0;
     }
+    let removal_sent = set
+        .delivery()
+        .is_some_and(|delivery| deliver(ctx, key, delivery, &gone));
     let members: Vec<&[u8]> = gone.iter().map(|(m, _)| m.as_ref()).collect();
-    propagate_rem(ctx, key, &members);
+    if !removal_sent {
+        propagate_rem(ctx, key, &members);
+    }
     notify(ctx, c"xset.expired", key);
     if config::notify_expired_members() {
         publish_expired(ctx, key, &members);
-    }
-    if let Some(delivery) = set.delivery() {
-        deliver(ctx, key, delivery, &gone);
     }
     gone.len()
 }
@@ -263,10 +265,13 @@ fn reclaim_and_deliver(
 /// `delivery`'s stream, with the fields `key`, `member` and `deadline`, and
 /// propagates each as `XADD` with the ID it got, then trims the stream if
 /// it has a `MAXLEN` (propagated as the exact `XTRIM` that leaves the same
-/// entries, as Redis rewrites an approximate `XADD` trim). A stream key of
-/// another type, or in another cluster slot than `key`, takes nothing: the
-/// members are gone all the same, and the failure is counted and logged.
-fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Member, u64)]) {
+/// entries, as Redis rewrites an approximate `XADD` trim). When every
+/// member went to the stream, propagates their removal too (`XSET.REM`,
+/// with the strings the entries were made from) and returns true. A stream
+/// key of another type, or in another cluster slot than `key`, takes
+/// nothing: the members are gone all the same, and the failure is counted
+/// and logged.
+fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Member, u64)]) -> bool {
     if stream_elsewhere(ctx, key, delivery) {
         delivery_failed(
             ctx,
@@ -275,7 +280,7 @@ fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Memb
             gone.len(),
             "in another cluster slot than the set",
         );
-        return;
+        return false;
     }
     let stream = ctx.create_string(delivery.stream.as_slice());
     let handle = Key::open(ctx, &stream, true, 0);
@@ -302,6 +307,9 @@ fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Memb
                 }
             }
         }
+        if delivered == gone.len() {
+            appender.replicate_with_firsts(c"XSET.REM", key);
+        }
     }
     if delivered > 0 {
         // One event for the batch: what a client waiting on keyspace
@@ -309,7 +317,7 @@ fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Memb
         server::notify(ctx, NotifyEvent::STREAM, c"xadd", &stream);
     }
     if delivered == 0 {
-        return;
+        return false;
     }
     if let Some(len) = delivery.maxlen.and_then(|n| handle.stream_trim(n, true)) {
         propagate(
@@ -322,6 +330,7 @@ fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Memb
     }
     server::signal_modified(ctx, &stream);
     stats::record_delivered(delivered);
+    delivered == gone.len()
 }
 
 /// Whether, in a cluster, the stream hashes to another slot than the set

@@ -7,7 +7,7 @@
 
 use super::key::{Key, KeyName};
 use redis_module::{Context, KeyType, raw};
-use std::ffi::c_int;
+use std::ffi::{CStr, c_int};
 
 /// Why a stream refused an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +30,12 @@ pub struct Appender<'k> {
     /// `fixed_name`, `fixed_value`, `name1`, `name2`: made once, freed on
     /// drop.
     words: [*mut raw::RedisModuleString; 4],
+    /// The `first` value of each entry appended, kept (and freed on drop)
+    /// for [`Appender::replicate_with_firsts`].
+    firsts: Vec<*mut raw::RedisModuleString>,
+    /// The last `second` value and its string, reused while entries share
+    /// it (members that fall due together often share their deadline).
+    last_second: Option<(u64, *mut raw::RedisModuleString)>,
     /// The ID the last entry got: the next one takes the one after it,
     /// which the stream accepts without reading the clock again (the first
     /// gets one the server makes, as `XADD key *`).
@@ -77,8 +83,36 @@ impl<'k> Appender<'k> {
                 string(names[0]),
                 string(names[1]),
             ],
+            firsts: Vec::new(),
+            last_second: None,
             last_id: None,
         }
+    }
+
+    /// Propagates `command key first...`: the `first` values of every entry
+    /// appended so far, in order, passed by reference (no string is made
+    /// for them again). For the removal of what was delivered.
+    pub fn replicate_with_firsts(&mut self, command: &CStr, key: &impl KeyName) {
+        let Some(replicate) = api!(RedisModule_Replicate) else {
+            return;
+        };
+        if self.firsts.is_empty() {
+            return;
+        }
+        let mut argv = Vec::with_capacity(self.firsts.len() + 1);
+        argv.push(key.raw());
+        argv.extend_from_slice(&self.firsts);
+        // SAFETY: format `v` takes a vector of live strings and its
+        // length; the server keeps its own references.
+        unsafe {
+            replicate(
+                self.ctx.get_raw(),
+                command.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            )
+        };
     }
 
     /// Appends `fixed, names[0] first, names[1] second` (the second as a
@@ -100,8 +134,17 @@ impl<'k> Appender<'k> {
         }
         let [fixed_name, fixed_value, name1, name2] = self.words;
         let value1 = string(first);
-        // SAFETY: no context: a string the caller frees.
-        let value2 = unsafe { from_ll(std::ptr::null_mut(), second as std::ffi::c_longlong) };
+        let value2 = match self.last_second {
+            Some((v, word)) if v == second => word,
+            _ => {
+                // SAFETY: no context: a string the caller frees.
+                let word = unsafe { from_ll(std::ptr::null_mut(), second as std::ffi::c_longlong) };
+                if let Some((_, old)) = self.last_second.replace((second, word)) {
+                    free(old);
+                }
+                word
+            }
+        };
         let mut fields = [fixed_name, fixed_value, name1, value1, name2, value2];
         let (mut id, flags) = match self.last_id {
             Some(last) if last.seq < u64::MAX => (
@@ -127,7 +170,7 @@ impl<'k> Appender<'k> {
                 3,
             )
         };
-        let result = if status == raw::Status::Ok as c_int {
+        if status == raw::Status::Ok as c_int {
             self.last_id = Some(id);
             let mut buf = [0u8; 41];
             let id_word = stream_id(&mut buf, id.ms, id.seq);
@@ -150,17 +193,16 @@ impl<'k> Appender<'k> {
                     value2,
                 )
             };
+            self.firsts.push(value1);
             Ok(())
         } else {
+            free(value1);
             Err(match self.key.key_type() {
                 KeyType::Stream => StreamRefusal::Full,
                 KeyType::Empty => StreamRefusal::Other,
                 _ => StreamRefusal::WrongType,
             })
-        };
-        free(value1);
-        free(value2);
-        result
+        }
     }
 }
 
@@ -192,7 +234,13 @@ fn stream_id(buf: &mut [u8; 41], ms: u64, seq: u64) -> &[u8] {
 
 impl Drop for Appender<'_> {
     fn drop(&mut self) {
-        for w in self.words {
+        let last = self.last_second.take().map(|(_, w)| w);
+        for w in self
+            .words
+            .into_iter()
+            .chain(self.firsts.drain(..))
+            .chain(last)
+        {
             free(w);
         }
     }
