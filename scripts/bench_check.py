@@ -85,16 +85,20 @@ def check_memory(rows):
 
 
 def check_expiry(rows):
-    expect(len(rows) == 4, f"expiry: 4 scenarios, got {len(rows)}")
+    expect(len(rows) == 5, f"expiry: 5 scenarios, got {len(rows)}")
     for r in rows:
         expect(positive(r["reclaim_s_median"]) and positive(r["max_ms_median"]),
                f"expiry {r['scenario']}: reclaim and PINGs measured")
         for run in r["runs"]:
             expect(run["pings"] > 0, f"expiry {r['scenario']}: PINGs sent")
     xset = [r for r in rows if "xset" in r["scenario"]]
-    expect(len(xset) == 2 and all(run["xset_expired_members_active"] > 0
+    expect(len(xset) == 3 and all(run["xset_expired_members_active"] > 0
                                   for r in xset for run in r["runs"]),
            "expiry: xset's members reclaimed by the active cycle")
+    notify = [r for r in xset if "XSET.NOTIFY" in r["scenario"]]
+    expect(len(notify) == 1 and all(run["xset_delivered"] == r["members"]
+                                    for r in notify for run in r["runs"]),
+           "expiry: with XSET.NOTIFY, every member delivered")
 
 
 def check_churn(churn):

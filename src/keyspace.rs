@@ -199,37 +199,17 @@ fn notify_del(ctx: &Context, key: &impl KeyName) {
     server::notify(ctx, NotifyEvent::GENERIC, c"del", key);
 }
 
-/// Removes up to `limit` due members of `set`, propagates their removal as
-/// one `XSET.REM` and emits `xset.expired`, and appends each to the set's
-/// delivery stream if it has one; returns how many went. The one place
-/// where expiry deletes, for lazy and active expiry alike. Primary only.
-/// The caller deletes the key if the set is left empty.
+/// Removes up to `limit` due members of `set`, appends each to the set's
+/// delivery stream if it has one, propagates their removal as one
+/// `XSET.REM` and emits `xset.expired`; returns how many went. The one
+/// place where expiry deletes, for lazy and active expiry alike. Primary
+/// only. The caller deletes the key if the set is left empty.
+///
+/// With a delivery, the removal and the stream entries are propagated
+/// together (the server wraps what one command or one expiry slice
+/// propagates in `MULTI`/`EXEC`), so replicas and the AOF apply both or
+/// neither; and while the stream is missing nothing is reclaimed.
 fn reclaim_due(
-    ctx: &Context,
-    key: &impl KeyName,
-    set: &mut XSet,
-    now_ms: u64,
-    limit: usize,
-) -> usize {
-    if set.delivery().is_some() {
-        return reclaim_and_deliver(ctx, key, set, now_ms, limit);
-    }
-    let (gone, _) = set.drain_expired(now_ms, limit);
-    if !gone.is_empty() {
-        propagate_rem(ctx, key, &gone);
-        notify(ctx, c"xset.expired", key);
-        if config::notify_expired_members() {
-            publish_expired(ctx, key, &gone);
-        }
-    }
-    gone.len()
-}
-
-/// [`reclaim_due`] for a set with a delivery: the removal and the stream
-/// entries are propagated together (the server wraps what one command or
-/// one expiry slice propagates in `MULTI`/`EXEC`), so replicas and the AOF
-/// apply both or neither.
-fn reclaim_and_deliver(
     ctx: &Context,
     key: &impl KeyName,
     set: &mut XSet,

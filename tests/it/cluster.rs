@@ -10,7 +10,6 @@
 use crate::harness::*;
 use redis::{Connection, RedisResult, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, hash_map::Entry};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, sleep};
@@ -478,12 +477,6 @@ fn conn_to(port: u16) -> Connection {
         .expect("connect to node")
 }
 
-fn cluster_ok(port: u16) -> bool {
-    let mut c = conn_to(port);
-    let info: String = q(&mut c, c!["CLUSTER", "INFO"]);
-    info.contains("cluster_state:ok")
-}
-
 /// Whether the node on `port` has a replica in `online` state (`WAIT`
 /// counts only those; a first sync takes up to a second on Valkey 9.1).
 fn has_online_replica(port: u16) -> bool {
@@ -505,20 +498,6 @@ fn node_id(port: u16) -> String {
     q(&mut conn_to(port), c!["CLUSTER", "MYID"])
 }
 
-fn redis_cli(args: &[&str]) {
-    let out = Command::new("redis-cli")
-        .args(args)
-        .output()
-        .expect("redis-cli");
-    // redis-cli --cluster prints its errors on stdout: show both.
-    assert!(
-        out.status.success(),
-        "redis-cli {args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-}
-
 /// Every key's (member, PEXPIRETIME), read from the node that owns it.
 fn read_all(
     router: &Router,
@@ -535,20 +514,7 @@ fn read_all(
 
 #[test]
 fn reshard_and_failover_lose_nothing() {
-    let nodes: Vec<Server> = (0..6).map(|_| Server::start_cluster_node(&[])).collect();
-    let addrs: Vec<String> = nodes
-        .iter()
-        .map(|n| format!("127.0.0.1:{}", n.port))
-        .collect();
-    let mut create = vec!["--cluster", "create"];
-    create.extend(addrs.iter().map(String::as_str));
-    create.extend(["--cluster-replicas", "1", "--cluster-yes"]);
-    redis_cli(&create);
-    for n in &nodes {
-        wait_until("cluster_state:ok", Duration::from_secs(20), || {
-            cluster_ok(n.port)
-        });
-    }
+    let nodes = start_cluster(6, 1);
     let mut any = nodes[0].conn();
     let router = Router::load(&mut any);
     let primaries: Vec<u16> = router.ranges.iter().map(|r| r.2).collect();

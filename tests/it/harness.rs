@@ -266,6 +266,55 @@ pub fn server_ms(c: &mut Connection) -> u64 {
     s * 1000 + us / 1000
 }
 
+/// `redis-cli args...`, which must succeed (`redis-cli --cluster` prints
+/// its errors on stdout: both are shown).
+pub fn redis_cli(args: &[&str]) {
+    let out = Command::new("redis-cli")
+        .args(args)
+        .output()
+        .expect("redis-cli");
+    assert!(
+        out.status.success(),
+        "redis-cli {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// `nodes` cluster nodes with the module, made one cluster by `redis-cli
+/// --cluster create` with `replicas` replicas a primary, every node at
+/// `cluster_state:ok`.
+pub fn start_cluster(nodes: usize, replicas: usize) -> Vec<Server> {
+    let servers: Vec<Server> = (0..nodes)
+        .map(|_| Server::start_cluster_node(&[]))
+        .collect();
+    let addrs: Vec<String> = servers
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let replicas = replicas.to_string();
+    let mut create = vec!["--cluster", "create"];
+    create.extend(addrs.iter().map(String::as_str));
+    create.extend(["--cluster-replicas", replicas.as_str(), "--cluster-yes"]);
+    redis_cli(&create);
+    for n in &servers {
+        wait_until("cluster_state:ok", Duration::from_secs(20), || {
+            cluster_ok(n.port)
+        });
+    }
+    servers
+}
+
+/// Whether the cluster node on `port` reports `cluster_state:ok`.
+pub fn cluster_ok(port: u16) -> bool {
+    let Ok(mut c) = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+    else {
+        return false;
+    };
+    q::<String>(&mut c, c!["CLUSTER", "INFO"]).contains("cluster_state:ok")
+}
+
 /// Polls `ok` until it holds; fails the test, naming `what`, after
 /// `timeout`.
 pub fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {

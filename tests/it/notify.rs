@@ -699,29 +699,8 @@ fn owner_of(c: &mut Connection, nodes: &[Server], key: &str) -> usize {
 
 #[test]
 fn a_cluster_refuses_cross_slot_and_a_reshard_delivers_each_member_once() {
-    let nodes: Vec<Server> = (0..3).map(|_| Server::start_cluster_node(&[])).collect();
-    let addrs: Vec<String> = nodes
-        .iter()
-        .map(|n| format!("127.0.0.1:{}", n.port))
-        .collect();
-    let mut create = vec!["--cluster", "create"];
-    create.extend(addrs.iter().map(String::as_str));
-    create.extend(["--cluster-replicas", "0", "--cluster-yes"]);
-    let out = std::process::Command::new("redis-cli")
-        .args(&create)
-        .output()
-        .expect("redis-cli");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let nodes = start_cluster(3, 0);
     let mut conns: Vec<Connection> = nodes.iter().map(Server::conn).collect();
-    for c in &mut conns {
-        wait_until("cluster_state:ok", Duration::from_secs(20), || {
-            q::<String>(c, c!["CLUSTER", "INFO"]).contains("cluster_state:ok")
-        });
-    }
     let (set, stream) = ("{t}set", "{t}s");
     let src = owner_of(&mut conns[0], &nodes, set);
     let dst = (src + 1) % nodes.len();
