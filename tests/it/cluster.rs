@@ -63,35 +63,10 @@ impl Router {
     }
 }
 
-/// CRC16/XMODEM, the hash of Redis Cluster's key slots.
-fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in data {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
-}
-
-/// The slot of `key`, hash tags included (as `CLUSTER KEYSLOT`).
+/// The slot of `key`, hash tags included: the core's, which the test checks
+/// against `CLUSTER KEYSLOT`.
 fn key_slot(key: &str) -> u16 {
-    let b = key.as_bytes();
-    let hashed = b
-        .iter()
-        .position(|&c| c == b'{')
-        .and_then(|open| {
-            let rest = &b[open + 1..];
-            let len = rest.iter().position(|&c| c == b'}')?;
-            (len > 0).then(|| &rest[..len])
-        })
-        .unwrap_or(b);
-    crc16(hashed) % SLOTS as u16
+    xset_core::key_slot(key.as_bytes())
 }
 
 /// A hash tag for each slot of `slots`: keys `{tag}...` land on that slot.

@@ -4,7 +4,7 @@
 
 use crate::harness::*;
 use redis::{Connection, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Far-future absolute deadlines, so nothing expires during a test.
@@ -29,35 +29,6 @@ fn fill(c: &mut Connection, key: &str, n: usize) {
     let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
     q::<i64>(c, &refs);
     q::<Vec<i64>>(c, c!["XSET.PERSIST", key, "MEMBERS", "1", "m0"]);
-}
-
-fn start_in(dir: &Path, extra: &[&str]) -> Server {
-    let d = dir.to_str().expect("utf-8 dir");
-    let mut args = vec!["--dir", d];
-    args.extend_from_slice(extra);
-    Server::start(&args)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xset-dur-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn wait_rewrite_done(c: &mut Connection) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let info: String = q(c, c!["INFO", "persistence"]);
-        if info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0") {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "AOF rewrite did not finish: {info}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -34,19 +34,6 @@ fn fill(c: &mut Connection) {
     q::<i64>(c, c!["XSET.PERSIST", "k", "m7"]);
 }
 
-fn start_in(dir: &Path, extra: &[&str]) -> Server {
-    let mut args = vec!["--dir", dir.to_str().expect("utf-8 dir")];
-    args.extend_from_slice(extra);
-    Server::start(&args)
-}
-
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("xset-fault-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
 /// Stops `s` and checks that a server started on `dir`'s files holds
 /// exactly `want` in `k`.
 fn assert_restart_loads(s: Server, dir: &Path, want: &[(Vec<u8>, i64)]) {

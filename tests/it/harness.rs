@@ -315,6 +315,36 @@ pub fn cluster_ok(port: u16) -> bool {
     q::<String>(&mut c, c!["CLUSTER", "INFO"]).contains("cluster_state:ok")
 }
 
+/// A fresh directory for a test's files, named after `name` and unique in
+/// this run, that outlives the servers started in it ([`start_in`]): the
+/// test removes it.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "xset-scratch-{}-{}-{name}",
+        std::process::id(),
+        NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// A server whose files (RDB, AOF) are in `dir`, with `extra` arguments:
+/// stopping it (or a `SIGKILL`, on drop) leaves them for the next one.
+pub fn start_in(dir: &std::path::Path, extra: &[&str]) -> Server {
+    let mut args = vec!["--dir", dir.to_str().expect("utf-8 dir")];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
+/// Waits until no AOF rewrite is running or scheduled.
+pub fn wait_rewrite_done(c: &mut Connection) {
+    wait_until("the AOF rewrite", Duration::from_secs(20), || {
+        let info: String = q(c, c!["INFO", "persistence"]);
+        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
+    });
+}
+
 /// Polls `ok` until it holds; fails the test, naming `what`, after
 /// `timeout`.
 pub fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {

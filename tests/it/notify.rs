@@ -6,7 +6,6 @@
 use crate::harness::*;
 use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// An entry of an `XREADGROUP` reply: its ID and fields.
@@ -360,10 +359,7 @@ fn the_setting_survives_an_aof_rewrite_and_reload() {
     let before = |c: &mut Connection, k: &str| q::<Vec<String>>(c, c!["DEBUG", "DIGEST-VALUE", k]);
     let (e, f) = (before(&mut c, "e"), before(&mut c, "f"));
     q::<String>(&mut c, c!["BGREWRITEAOF"]);
-    wait_until("the rewrite", Duration::from_secs(20), || {
-        let info: String = q(&mut c, c!["INFO", "persistence"]);
-        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
-    });
+    wait_rewrite_done(&mut c);
     assert_eq!(q::<String>(&mut c, c!["DEBUG", "LOADAOF"]), "OK");
     assert_eq!(before(&mut c, "e"), e);
     assert_eq!(before(&mut c, "f"), f);
@@ -547,21 +543,6 @@ fn a_replicas_stream_equals_the_primarys_entry_for_entry() {
     // XSET.NOTIFY is a write command, even asked: a replica refuses it
     // (its digest above includes the setting).
     assert!(err(&mut rc, c!["XSET.NOTIFY", "k"]).starts_with("READONLY"));
-}
-
-/// A scratch directory that outlives the servers started in it.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xset-notify-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn start_in(dir: &Path, extra: &[&str]) -> Server {
-    let d = dir.to_str().expect("utf-8 dir");
-    let mut args = vec!["--dir", d];
-    args.extend_from_slice(extra);
-    Server::start(&args)
 }
 
 #[test]
