@@ -163,19 +163,24 @@ class Server:
     """A redis-server with xset loaded, on a free loopback port."""
 
     def __init__(self, data_dir=None, module=True, floor=True, wrapper=(), start_s=5,
-                 binary="redis-server"):
+                 binary="redis-server", debug=False):
         """Starts in `data_dir` (loading its dump.rdb) or a fresh temp dir;
         either is removed on stop. `module=False` starts a plain server;
         `floor=False` leaves the floor module out; `wrapper` runs the server
         under a tool (valgrind), which may take `start_s` to answer;
-        `binary` is another server (the one on PATH by default)."""
+        `binary` is another server (the one on PATH by default); `debug`
+        allows the DEBUG command from loopback, which only the load section
+        needs (from Redis 7.4, with it allowed, every module command that
+        asks for its context flags also asks the kernel for the client's
+        address, which is not what a default configuration costs)."""
         self.port = free_port()
         self.dir = data_dir or tempfile.mkdtemp(prefix="xset-bench-")
         self.log = os.path.join(self.dir, "redis.log")
         self.proc = subprocess.Popen(
             [*wrapper, binary, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.dir,
-             "--enable-debug-command", "local", "--logfile", self.log]
+             "--logfile", self.log]
+            + (["--enable-debug-command", "local"] if debug else [])
             + (["--loadmodule", MODULE] if module else [])
             + (["--loadmodule", FLOOR] if module and floor else []),
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
@@ -1236,7 +1241,7 @@ def bench_load(args):
     rounds = 3 if args.quick else 2 * args.runs + 1
     servers = {}
     for kind in ("without", "with"):
-        srv = Server(module=(kind == "with"), floor=False)
+        srv = Server(module=(kind == "with"), floor=False, debug=True)
         srv.ctl.call("DEBUG", "POPULATE", str(n))
         srv.ctl.call("SAVE")
         servers[kind] = srv
