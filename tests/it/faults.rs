@@ -269,6 +269,24 @@ fn a_save_right_after_a_dump_is_still_a_file_that_loads() {
 }
 
 #[test]
+fn a_fault_in_the_save_of_a_shutdown_keeps_the_last_good_file() {
+    // SHUTDOWN SAVE writes the RDB in the server's process, right after a
+    // DUMP in the same pipeline: it stops the server, and no file is
+    // written over the last good one.
+    let (dir, s, mut c, want) = saved_then_armed("shutdown");
+    let replies: RedisResult<(Vec<u8>, String)> = redis::pipe()
+        .cmd("DUMP")
+        .arg("k")
+        .cmd("SHUTDOWN")
+        .arg("SAVE")
+        .query(&mut c);
+    assert!(replies.is_err(), "the SHUTDOWN should not have answered");
+    assert!(s.log().contains("stopping process"), "no log line");
+    drop(c);
+    assert_restart_loads(s, &dir, &want);
+}
+
+#[test]
 fn a_fault_halfway_through_a_streamed_reply_keeps_the_client_in_step() {
     let s = Server::start(&[]);
     let mut c = s.conn();
