@@ -211,11 +211,11 @@ fn caught(what: &str, f: impl FnOnce()) {
 }
 
 /// Set while the command that runs is one that serializes a value into its
-/// reply (`DUMP`, `MIGRATE`, `DEBUG OBJECT`): set or cleared by the command
-/// filter for each command, cleared before the event loop sleeps and when
-/// the server starts writing an RDB or AOF (a `SAVE`, `SHUTDOWN`, `DEBUG
-/// RELOAD`, `FLUSHALL`, or a save that `serverCron` starts after the
-/// commands of a loop).
+/// reply (`DUMP`, `MIGRATE`, `DEBUG OBJECT`, or an `EXEC` that may run
+/// them): set or cleared by the command filter for each command, cleared
+/// before the event loop sleeps and when the server starts writing an RDB
+/// or AOF (a `SAVE`, `SHUTDOWN`, `DEBUG RELOAD`, `FLUSHALL`, or a save that
+/// `serverCron` starts after the commands of a loop).
 static SAVING_FOR_A_REPLY: AtomicBool = AtomicBool::new(false);
 
 /// The server's process id, taken at load: a forked child (`BGSAVE`,
@@ -232,10 +232,15 @@ pub fn saving_for_a_reply() -> bool {
         && SERVER_PID.load(Ordering::Relaxed) == std::process::id()
 }
 
-/// Whether command `name` (with `sub`, its first argument) serializes a
-/// value into its reply.
+/// Whether command `name` (with `sub`, its first argument) may serialize a
+/// value into its reply. `EXEC` may: it runs the commands it queued without
+/// passing them through the filter again. A file written inside it
+/// (`FLUSHALL`, `DEBUG RELOAD`) still starts with a persistence event,
+/// which clears the flag first; a `DUMP` after such a save in the same
+/// transaction is then treated as a file's save.
 fn serializes_into_reply(name: &[u8], sub: &[u8]) -> bool {
-    name.eq_ignore_ascii_case(b"dump")
+    name.eq_ignore_ascii_case(b"exec")
+        || name.eq_ignore_ascii_case(b"dump")
         || name.eq_ignore_ascii_case(b"migrate")
         || (name.eq_ignore_ascii_case(b"debug") && sub.eq_ignore_ascii_case(b"object"))
 }

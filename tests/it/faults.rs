@@ -269,6 +269,105 @@ fn a_save_right_after_a_dump_is_still_a_file_that_loads() {
 }
 
 #[test]
+fn a_fault_while_dumping_inside_a_transaction_fails_that_command_not_the_server() {
+    // EXEC runs the commands it queued without passing them through the
+    // command filter again: DUMP, DEBUG OBJECT and MIGRATE there must
+    // still fail alone.
+    let s = Server::start(&[]);
+    let mut c = s.conn();
+    fill(&mut c);
+    let want = snapshot(&mut c, "k");
+    assert_eq!(
+        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
+        "OK"
+    );
+    let (bad, object): (Vec<u8>, String) = redis::pipe()
+        .atomic()
+        .cmd("DUMP")
+        .arg("k")
+        .cmd("DEBUG")
+        .arg("OBJECT")
+        .arg("k")
+        .query(&mut c)
+        .expect("EXEC answers");
+    assert!(object.contains("serializedlength"), "{object}");
+    let e = err(&mut c, c!["RESTORE", "copy", "0", bad]);
+    assert!(e.contains("Bad data format"), "{e}");
+    // MIGRATE inside EXEC: its element of EXEC's reply is the target's
+    // error, and the key stays. (Read raw: the client's query would turn
+    // the error inside into one for the whole transaction.)
+    let target = Server::start(&[]);
+    let packed = redis::pipe()
+        .atomic()
+        .cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(target.port)
+        .arg("k")
+        .arg(0)
+        .arg(5000)
+        .get_packed_pipeline();
+    c.send_packed_command(&packed).expect("send");
+    for _ in 0..2 {
+        c.recv_response().expect("OK, then QUEUED");
+    }
+    match c.recv_response().expect("EXEC's reply") {
+        redis::Value::Array(items) => match items.as_slice() {
+            [redis::Value::ServerError(e)] => {
+                let e = format!("{e:?}");
+                assert!(e.contains("Bad data format"), "{e}");
+            }
+            other => panic!("MIGRATE inside EXEC answered {other:?}"),
+        },
+        other => panic!("EXEC answered {other:?}"),
+    }
+    assert_eq!(q::<i64>(&mut target.conn(), c!["EXISTS", "k"]), 0);
+    assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
+    assert_eq!(snapshot(&mut c, "k"), want);
+    let log = s.log();
+    assert!(log.contains("DUMP, MIGRATE or DEBUG OBJECT"), "{log}");
+    assert!(!log.contains("stopping process"), "{log}");
+}
+
+#[test]
+fn a_fault_in_the_save_of_a_shutdown_keeps_the_last_good_file() {
+    // SHUTDOWN SAVE writes the RDB in the server's process, right after a
+    // DUMP in the same pipeline: it stops the server, and no file is
+    // written over the last good one.
+    let (dir, s, mut c, want) = saved_then_armed("shutdown");
+    let replies: RedisResult<(Vec<u8>, String)> = redis::pipe()
+        .cmd("DUMP")
+        .arg("k")
+        .cmd("SHUTDOWN")
+        .arg("SAVE")
+        .query(&mut c);
+    assert!(replies.is_err(), "the SHUTDOWN should not have answered");
+    assert!(s.log().contains("stopping process"), "no log line");
+    drop(c);
+    assert_restart_loads(s, &dir, &want);
+}
+
+#[test]
+fn a_file_save_in_a_transaction_after_a_dump_still_keeps_the_last_good_file() {
+    // DEBUG RELOAD writes the RDB file inside the same EXEC as the DUMP:
+    // that save must not take the DUMP's forgiving path.
+    let (dir, s, mut c, want) = saved_then_armed("dump-then-reload");
+    let replies: RedisResult<(Vec<u8>, String)> = redis::pipe()
+        .atomic()
+        .cmd("DUMP")
+        .arg("k")
+        .cmd("DEBUG")
+        .arg("RELOAD")
+        .query(&mut c);
+    assert!(
+        replies.is_err(),
+        "the DEBUG RELOAD should not have answered"
+    );
+    assert!(s.log().contains("stopping process"), "no log line");
+    drop(c);
+    assert_restart_loads(s, &dir, &want);
+}
+
+#[test]
 fn a_fault_halfway_through_a_streamed_reply_keeps_the_client_in_step() {
     let s = Server::start(&[]);
     let mut c = s.conn();
