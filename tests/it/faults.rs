@@ -259,13 +259,7 @@ fn a_fault_while_dumping_fails_that_command_not_the_server() {
 fn a_save_right_after_a_dump_is_still_a_file_that_loads() {
     // DUMP and SAVE in one pipeline: the SAVE must not take the DUMP's
     // forgiving path, so a fault stops the server and no file is written.
-    let (dir, s, mut c, want) = saved_then_armed("dump-then-save");
-    let replies: RedisResult<(Vec<u8>, String)> =
-        redis::pipe().cmd("DUMP").arg("k").cmd("SAVE").query(&mut c);
-    assert!(replies.is_err(), "the SAVE should not have answered");
-    assert!(s.log().contains("stopping process"), "no log line");
-    drop(c);
-    assert_restart_loads(s, &dir, &want);
+    a_save_after_a_dump_stops_the_server("dump-then-save", false, &["SAVE"]);
 }
 
 #[test]
@@ -333,34 +327,33 @@ fn a_fault_in_the_save_of_a_shutdown_keeps_the_last_good_file() {
     // SHUTDOWN SAVE writes the RDB in the server's process, right after a
     // DUMP in the same pipeline: it stops the server, and no file is
     // written over the last good one.
-    let (dir, s, mut c, want) = saved_then_armed("shutdown");
-    let replies: RedisResult<(Vec<u8>, String)> = redis::pipe()
-        .cmd("DUMP")
-        .arg("k")
-        .cmd("SHUTDOWN")
-        .arg("SAVE")
-        .query(&mut c);
-    assert!(replies.is_err(), "the SHUTDOWN should not have answered");
-    assert!(s.log().contains("stopping process"), "no log line");
-    drop(c);
-    assert_restart_loads(s, &dir, &want);
+    a_save_after_a_dump_stops_the_server("shutdown", false, &["SHUTDOWN", "SAVE"]);
 }
 
 #[test]
 fn a_file_save_in_a_transaction_after_a_dump_still_keeps_the_last_good_file() {
     // DEBUG RELOAD writes the RDB file inside the same EXEC as the DUMP:
     // that save must not take the DUMP's forgiving path.
-    let (dir, s, mut c, want) = saved_then_armed("dump-then-reload");
-    let replies: RedisResult<(Vec<u8>, String)> = redis::pipe()
-        .atomic()
-        .cmd("DUMP")
-        .arg("k")
-        .cmd("DEBUG")
-        .arg("RELOAD")
-        .query(&mut c);
+    a_save_after_a_dump_stops_the_server("dump-then-reload", true, &["DEBUG", "RELOAD"]);
+}
+
+/// Sends `DUMP k` then `save` (a command that writes the RDB file in the
+/// server's process) in one pipeline, in `MULTI`/`EXEC` if `atomic`, with
+/// the save's fault armed: the save must not take the DUMP's forgiving
+/// path, so the server stops without answering it, and a restart loads the
+/// last good file.
+fn a_save_after_a_dump_stops_the_server(name: &str, atomic: bool, save: &[&str]) {
+    let (dir, s, mut c, want) = saved_then_armed(name);
+    let mut pipe = redis::pipe();
+    if atomic {
+        pipe.atomic();
+    }
+    pipe.cmd("DUMP").arg("k").cmd(save[0]).arg(&save[1..]);
+    let replies: RedisResult<(Vec<u8>, String)> = pipe.query(&mut c);
     assert!(
         replies.is_err(),
-        "the DEBUG RELOAD should not have answered"
+        "{} should not have answered",
+        save.join(" ")
     );
     assert!(s.log().contains("stopping process"), "no log line");
     drop(c);
