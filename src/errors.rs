@@ -16,6 +16,16 @@ pub const MEMBERS_COUNT_MISMATCH: &str =
 pub const MAXLEN_POSITIVE: &str = "ERR MAXLEN must be a positive integer";
 /// `XSET.NOTIFY key STREAM key`: a set cannot deliver into itself.
 pub const STREAM_IS_THE_SET: &str = "ERR the STREAM must be another key than the set";
+/// Redis's wording for a stream ID that does not parse (`XADD`, `XRANGE`).
+pub const INVALID_STREAM_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+/// `XSET.DELIVERED` from a client: only a primary's replication stream and
+/// an AOF carry it.
+pub const DELIVERED_INTERNAL: &str = "ERR XSET.DELIVERED is internal: only a primary or an AOF may \
+                                      send it (expired members are delivered by XSET.NOTIFY)";
+/// `XSET.DELIVERED` whose first entry the stream refuses: its ID is not
+/// after the stream's last, as `XADD` says it.
+pub const DELIVERED_ID_NOT_AFTER: &str =
+    "ERR The ID specified in XSET.DELIVERED is equal or smaller than the target stream top item";
 pub const CAP_POSITIVE: &str = "ERR CAP must be a positive integer";
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
 /// A `BYDEADLINE`/`XSET.COUNT` bound that is neither an integer (optionally

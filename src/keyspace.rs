@@ -22,6 +22,7 @@
 use crate::clock::{self, Clock};
 use crate::config;
 use crate::datatype::{XSET_TYPE, rebuild_commands};
+use crate::errors;
 use crate::faults::{self, Fault};
 use crate::ffi::key::{CmdArg, Key, KeyName};
 use crate::ffi::server::{self, ContextFlags};
@@ -34,7 +35,7 @@ use std::ffi::CStr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 use xset_core::algebra::{Input, PlainSet};
-use xset_core::{Delivery, Member, XSet, key_slot};
+use xset_core::{Delivery, Member, StreamId, XSet, key_slot};
 
 /// At most this many due members are reclaimed when a command touches a
 /// key; any rest stays hidden from replies and is left to later touches, so
@@ -75,6 +76,18 @@ impl<K: KeyName> Effects<'_, K> {
         }
         propagate_rem(self.ctx, self.key, members);
         notify(self.ctx, event, self.key);
+        self.changed = true;
+    }
+
+    /// `removed` members went because a primary's expiry removed them (a
+    /// replica or a loading server applying `XSET.DELIVERED`, which is
+    /// propagated as it came): `xset.expired`, nothing propagated here.
+    /// Nothing when none went.
+    pub fn expired_as_told(&mut self, removed: usize) {
+        if removed == 0 {
+            return;
+        }
+        notify(self.ctx, c"xset.expired", self.key);
         self.changed = true;
     }
 
@@ -200,15 +213,16 @@ fn notify_del(ctx: &Context, key: &impl KeyName) {
 }
 
 /// Removes up to `limit` due members of `set`, appends each to the set's
-/// delivery stream if it has one, propagates their removal as one
-/// `XSET.REM` and emits `xset.expired`; returns how many went. The one
-/// place where expiry deletes, for lazy and active expiry alike. Primary
-/// only. The caller deletes the key if the set is left empty.
+/// delivery stream if it has one, propagates their removal and emits
+/// `xset.expired`; returns how many went. The one place where expiry
+/// deletes, for lazy and active expiry alike. Primary only. The caller
+/// deletes the key if the set is left empty.
 ///
-/// With a delivery, the removal and the stream entries are propagated
-/// together (the server wraps what one command or one expiry slice
-/// propagates in `MULTI`/`EXEC`), so replicas and the AOF apply both or
-/// neither; and while the stream is missing nothing is reclaimed.
+/// The members delivered are propagated as one `XSET.DELIVERED` (their
+/// removal and their stream entries together), any others as one
+/// `XSET.REM`. The server wraps what one command or one expiry slice
+/// propagates in `MULTI`/`EXEC`, so replicas and the AOF apply all or
+/// nothing; and while the stream is missing nothing is reclaimed.
 fn reclaim_due(
     ctx: &Context,
     key: &impl KeyName,
@@ -227,13 +241,11 @@ fn reclaim_due(
     if gone.is_empty() {
         return 0;
     }
-    let removal_sent = set
+    let delivered = set
         .delivery()
-        .is_some_and(|delivery| deliver(ctx, key, delivery, &gone));
+        .map_or(0, |delivery| deliver(ctx, key, delivery, &gone));
     let members: Vec<&[u8]> = gone.iter().map(|(m, _)| m.as_ref()).collect();
-    if !removal_sent {
-        propagate_rem(ctx, key, &members);
-    }
+    propagate_rem(ctx, key, &members[delivered..]);
     notify(ctx, c"xset.expired", key);
     if config::notify_expired_members() {
         publish_expired(ctx, key, &members);
@@ -242,75 +254,152 @@ fn reclaim_due(
 }
 
 /// Appends one entry per member of `gone` (member, absolute deadline) to
-/// `delivery`'s stream, with the fields `key`, `member` and `deadline`, and
-/// propagates each as `XADD` with the ID it got, then trims the stream if
-/// it has a `MAXLEN` (propagated as the exact `XTRIM` that leaves the same
-/// entries, as Redis rewrites an approximate `XADD` trim). When every
-/// member went to the stream, propagates their removal too (`XSET.REM`,
-/// with the strings the entries were made from) and returns true. A stream
-/// key of another type, or in another cluster slot than `key`, takes
-/// nothing: the members are gone all the same, and the failure is counted
-/// and logged.
-fn deliver(ctx: &Context, key: &impl KeyName, delivery: &Delivery, gone: &[(Member, u64)]) -> bool {
+/// `delivery`'s stream, with the fields `key`, `member` and `deadline`, in
+/// order and with consecutive IDs, then trims the stream if it has a
+/// `MAXLEN`; propagates all of it and the members' removal as one
+/// `XSET.DELIVERED key stream <first ID> <length after the trim, or -1>
+/// member deadline ...`, made of the strings the entries were made from.
+/// Returns how many members, from the first, went to the stream: a stream
+/// key of another type, or in another cluster slot than `key`, takes none,
+/// and one that refuses an entry takes none after it. The members are
+/// gone all the same; the failure is counted and logged.
+fn deliver(
+    ctx: &Context,
+    key: &impl KeyName,
+    delivery: &Delivery,
+    gone: &[(Member, u64)],
+) -> usize {
     if stream_elsewhere(ctx, key, delivery) {
-        delivery_failed(
-            ctx,
-            key,
-            delivery,
-            gone.len(),
-            "in another cluster slot than the set",
-        );
-        return false;
+        let why = "in another cluster slot than the set";
+        delivery_failed(ctx, key, delivery, gone.len(), why);
+        return 0;
     }
     let stream = ctx.create_string(delivery.stream.as_slice());
     let handle = Key::open(ctx, &stream, true, 0);
+    let mut appender = Appender::new(
+        ctx,
+        &handle,
+        &stream,
+        (b"key", key.as_slice()),
+        [b"member", b"deadline"],
+    );
+    // The first entry gets an ID the server makes, as `XADD stream *`; the
+    // others the ones after it, which the stream accepts without reading
+    // the clock again and a replica can count.
+    let (mut first, mut last): (Option<StreamId>, Option<StreamId>) = (None, None);
     let mut delivered = 0;
-    {
-        let mut appender = Appender::new(
-            ctx,
-            &handle,
-            &stream,
-            (b"key", key.as_slice()),
-            [b"member", b"deadline"],
-        );
-        for (member, deadline_ms) in gone {
-            match appender.append(member.as_ref(), *deadline_ms) {
-                Ok(()) => delivered += 1,
-                Err(refusal) => {
-                    let why = match refusal {
-                        StreamRefusal::WrongType => "holding another type",
-                        StreamRefusal::Full => "refusing the entry",
-                        StreamRefusal::Other => "refused by the server",
-                    };
-                    delivery_failed(ctx, key, delivery, gone.len() - delivered, why);
-                    break;
-                }
+    for (member, deadline_ms) in gone {
+        let id = match last {
+            None => Ok(None),
+            Some(last) => last.after(1).map(Some).ok_or(StreamRefusal::Full),
+        };
+        let added = id.and_then(|id| {
+            let id = id.map(|i| (i.ms, i.seq));
+            appender.append(member.as_ref(), *deadline_ms, id)
+        });
+        match added {
+            Ok((ms, seq)) => {
+                last = Some(StreamId { ms, seq });
+                first = first.or(last);
+                delivered += 1;
+            }
+            Err(refusal) => {
+                let why = match refusal {
+                    StreamRefusal::WrongType => "holding another type",
+                    StreamRefusal::Full => "refusing the entry",
+                    StreamRefusal::Other => "refused by the server",
+                };
+                delivery_failed(ctx, key, delivery, gone.len() - delivered, why);
+                break;
             }
         }
-        if delivered == gone.len() {
-            appender.replicate_with_firsts(c"XSET.REM", key);
-        }
     }
-    if delivered > 0 {
-        // One event for the batch: what a client waiting on keyspace
-        // events needs (the stream changed), without one per entry.
-        server::notify(ctx, NotifyEvent::STREAM, c"xadd", &stream);
-    }
-    if delivered == 0 {
-        return false;
-    }
-    if let Some(len) = delivery.maxlen.and_then(|n| handle.stream_trim(n, true)) {
-        propagate(
-            ctx,
-            "XTRIM",
-            &stream,
-            &[b"MAXLEN", len.to_string().as_bytes()],
-        );
+    let Some(first) = first else {
+        return 0;
+    };
+    // One event for the batch: what a client waiting on keyspace events
+    // needs (the stream changed), without one per entry.
+    server::notify(ctx, NotifyEvent::STREAM, c"xadd", &stream);
+    let trimmed_to = delivery.maxlen.and_then(|n| handle.stream_trim(n, true));
+    let trim_word = trimmed_to.map_or(-1, |len| i64::try_from(len).unwrap_or(i64::MAX));
+    appender.replicate(c"XSET.DELIVERED", key, (first.ms, first.seq), trim_word);
+    if trimmed_to.is_some() {
         server::notify(ctx, NotifyEvent::STREAM, c"xtrim", &stream);
     }
     server::signal_modified(ctx, &stream);
     stats::record_delivered(delivered);
-    delivered == gone.len()
+    delivered
+}
+
+/// Applies one drain of a primary's (`XSET.DELIVERED`) on a replica or
+/// while loading: appends each `member deadline` pair of `entries` to
+/// `stream` with the fields the primary wrote (`key`, `member`,
+/// `deadline`, the deadline's bytes as they came), entry `i` with the ID
+/// `i` places after `first_id`; trims the stream to exactly `trimmed_to`
+/// entries; removes the members from the set at `key` without delivering
+/// them again; emits the primary's events (`xadd`, `xtrim`,
+/// `xset.expired`, `del` if the set goes) and propagates the command as it
+/// came, which reaches a replica's own AOF. Nothing is counted as
+/// delivered.
+///
+/// # Errors
+/// `WRONGTYPE` when either key holds another type, or the stream refused
+/// the first entry (its ID not after the stream's last): then nothing
+/// changed.
+pub fn apply_delivered(
+    ctx: &Context,
+    (key, stream): (&CmdArg, &CmdArg),
+    clock: Clock,
+    first_id: StreamId,
+    trimmed_to: Option<u64>,
+    entries: &[CmdArg],
+) -> RedisResult {
+    Key::open(ctx, key, false, 0)
+        .get_value::<XSet>(&XSET_TYPE)
+        .map_err(|_| RedisError::WrongType)?;
+    let handle = Key::open(ctx, stream, true, 0);
+    if !matches!(handle.key_type(), KeyType::Empty | KeyType::Stream) {
+        return Err(RedisError::WrongType);
+    }
+    let mut appender = Appender::new(
+        ctx,
+        &handle,
+        stream,
+        (b"key", key.as_slice()),
+        [b"member", b"deadline"],
+    );
+    for (i, pair) in entries.chunks_exact(2).enumerate() {
+        let id = first_id.after(i as u64).ok_or(StreamRefusal::Full);
+        if id
+            .and_then(|id| appender.append_given((id.ms, id.seq), &pair[0], &pair[1]))
+            .is_err()
+        {
+            if i == 0 {
+                return Err(errors::err(errors::DELIVERED_ID_NOT_AFTER));
+            }
+            // Cannot happen to a replica whose stream is the primary's.
+            ctx.log_warning(&format!(
+                "xset: XSET.DELIVERED: stream '{}' refused entry {i} of {}",
+                String::from_utf8_lossy(stream.as_slice()),
+                entries.len() / 2
+            ));
+            break;
+        }
+    }
+    drop(appender);
+    server::notify(ctx, NotifyEvent::STREAM, c"xadd", stream);
+    if trimmed_to.is_some_and(|len| handle.stream_trim(len, false).is_some()) {
+        server::notify(ctx, NotifyEvent::STREAM, c"xtrim", stream);
+    }
+    server::signal_modified(ctx, stream);
+    with_write(ctx, key, clock, |set, effects| {
+        let members = entries.iter().step_by(2);
+        let removed = members.filter(|m| set.remove(m.as_slice()).is_some());
+        effects.expired_as_told(removed.count());
+        Ok(RedisValue::SimpleStringStatic("OK"))
+    })?;
+    ctx.replicate_verbatim();
+    Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
 /// Whether, in a cluster, the stream hashes to another slot than the set

@@ -1,7 +1,7 @@
 //! xset: a Redis module adding a set whose members each expire on their own.
 //!
 //! This file only registers things, and only from their one declaration:
-//! the data type ([`datatype`]), every command of [`commands::TABLE`] with
+//! the data type ([`datatype`]), every command of [`commands::all`] with
 //! its flags, arity, key specs, docs and ACL categories, the server hooks
 //! ([`hooks`]) and the configuration ([`config`]).
 //!
@@ -47,7 +47,7 @@ mod allocator {
 /// The module's own ACL category, `@xset`, where the server can add one.
 const ACL_CATEGORY: &str = "xset";
 
-/// Registers every command of the table: the command, its info and docs,
+/// Registers every command of [`commands::all`]: the command, its info and docs,
 /// and its ACL categories where the server has them.
 fn register_commands(ctx: &Context) -> Result<(), String> {
     use ffi::command::{self as c, has_acl_categories};

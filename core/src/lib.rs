@@ -37,6 +37,7 @@ mod slab;
 mod slot;
 mod small;
 mod store;
+mod stream_id;
 mod table;
 mod ties;
 mod window;
@@ -47,6 +48,7 @@ pub use integer::string2ll;
 pub use member::Member;
 pub use sample::Draws;
 pub use slot::key_slot;
+pub use stream_id::StreamId;
 pub use window::{Bound, BoundValue, Window};
 
 use large::Large;

@@ -51,9 +51,9 @@ use ffi::key::CmdArg;
 use parse::{Target, TimeUnit, is, parse_bound, parse_i64, to_deadline};
 use requests::NotifyRequest;
 
-/// Every command of `TABLE` (src/commands/mod.rs), in its order, with its
-/// arity; the module's unit test `the_fuzz_target_names_every_command`
-/// checks this list against the table.
+/// Every command of `TABLE` then `INTERNAL` (src/commands/mod.rs), in
+/// their order, with its arity; the module's unit test
+/// `the_fuzz_target_names_every_command` checks this list against them.
 const COMMANDS: &[(&str, i32)] = &[
     ("xset.add", -4),
     ("xset.addex", -3),
@@ -83,6 +83,7 @@ const COMMANDS: &[(&str, i32)] = &[
     ("xset.diff", -3),
     ("xset.diffstore", -4),
     ("xset.notify", -2),
+    ("xset.delivered", -7),
 ];
 
 const NOW_MS: u64 = 1_800_000_000_000;
@@ -317,6 +318,31 @@ fn check_notify(args: &[CmdArg]) -> Result<(), RedisError> {
     Ok(())
 }
 
+/// An `XSET.DELIVERED` accepted is what the primary writes: two keys, the
+/// first ID as `ms-seq` after `0-0` with room for every entry after it,
+/// the trim as `-1` or a length, and whole `member deadline` pairs with
+/// deadlines in range.
+fn check_delivered(args: &[CmdArg]) -> Result<(), RedisError> {
+    let req = requests::parse_delivered(args)?;
+    assert_ne!(args[1].as_slice(), args[2].as_slice());
+    let id = format!("{}-{}", req.first_id.ms, req.first_id.seq);
+    assert_eq!(id.as_bytes(), args[3].as_slice());
+    assert_ne!((req.first_id.ms, req.first_id.seq), (0, 0));
+    let trim = req.trimmed_to.map_or("-1".to_string(), |n| n.to_string());
+    assert_eq!(trim.as_bytes(), args[4].as_slice());
+    assert!(!req.entries.is_empty() && req.entries.len().is_multiple_of(2));
+    assert_eq!(req.entries.len(), args.len() - 5);
+    assert!(same(&req.entries[0], &args[5]));
+    let n = req.entries.len() as u64 / 2;
+    assert!(req.first_id.after(n - 1).is_some());
+    for pair in req.entries.chunks(2) {
+        let deadline = parse_i64(pair[1].as_slice()).expect("a deadline");
+        assert!((0..=MAX_DEADLINE_MS as i64).contains(&deadline));
+        assert_eq!(deadline.to_string().as_bytes(), pair[1].as_slice());
+    }
+    Ok(())
+}
+
 /// Parses `args` as command `name` and checks what it accepted.
 fn check(name: &str, args: &[CmdArg], primary: bool, over_memory: bool) -> Result<(), RedisError> {
     match name {
@@ -364,6 +390,7 @@ fn check(name: &str, args: &[CmdArg], primary: bool, over_memory: bool) -> Resul
             }
         }
         "xset.notify" => check_notify(args)?,
+        "xset.delivered" => check_delivered(args)?,
         _ => unreachable!("{name}"),
     }
     Ok(())

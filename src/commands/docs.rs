@@ -8,7 +8,7 @@
 //!
 //! [`TABLE`]: super::TABLE
 
-use super::{CommandSpec, syntax};
+use super::CommandSpec;
 use crate::ffi::command::{Arg, ArgKind, KeyAccess, KeySpec};
 use std::fmt::Write;
 
@@ -185,6 +185,42 @@ fn argument(out: &mut String, a: &Arg, depth: usize) {
     }
 }
 
+/// The command's syntax line as the README's reference shows it: its name
+/// in upper case, then its arguments (`[...]` optional, `<a|b>` one of,
+/// `x [x ...]` repeatable). For the pages of `docs/commands/`, which the
+/// docs tests write and check.
+pub fn syntax(spec: &CommandSpec) -> String {
+    let mut out = spec.name.to_ascii_uppercase();
+    for a in spec.args {
+        out.push(' ');
+        out.push_str(&render(a));
+    }
+    out
+}
+
+fn render(a: &Arg) -> String {
+    use crate::ffi::command::ArgKind;
+    let mut s = match a.kind {
+        ArgKind::PureToken => a.token.unwrap_or(a.name).to_string(),
+        ArgKind::OneOf(sub) => sub.iter().map(render).collect::<Vec<_>>().join("|"),
+        ArgKind::Block(sub) => sub.iter().map(render).collect::<Vec<_>>().join(" "),
+        _ => a.name.to_string(),
+    };
+    if let (Some(token), false) = (a.token, matches!(a.kind, ArgKind::PureToken)) {
+        s = format!("{token} {s}");
+    }
+    if a.multiple {
+        s = format!("{s} [{s} ...]");
+    }
+    if a.optional {
+        format!("[{s}]")
+    } else if matches!(a.kind, ArgKind::OneOf(_)) {
+        format!("<{s}>")
+    } else {
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::TABLE;
@@ -255,5 +291,38 @@ mod tests {
         assert!(p.contains("    - `count`: an integer, after the word `MEMBERS`\n"));
         assert!(p.contains("| Keys | argument 1: read, and its members returned (`RO ACCESS`) |"));
         assert!(p.ends_with("## Reply\n"));
+    }
+
+    #[test]
+    fn syntax_renders_every_shape() {
+        let by_name = |n: &str| TABLE.iter().find(|c| c.name == n).map(syntax);
+        assert_eq!(
+            by_name("xset.add").as_deref(),
+            Some("XSET.ADD key member ttl [member ttl ...]")
+        );
+        assert_eq!(
+            by_name("xset.ttl").as_deref(),
+            Some("XSET.TTL key <member|MEMBERS count member [member ...]>")
+        );
+        assert_eq!(
+            by_name("xset.members").as_deref(),
+            Some("XSET.MEMBERS key [BYDEADLINE min max] [REV] [LIMIT offset count] [WITHTTL]")
+        );
+        assert_eq!(
+            by_name("xset.count").as_deref(),
+            Some("XSET.COUNT key min max")
+        );
+        assert_eq!(
+            by_name("xset.scan").as_deref(),
+            Some("XSET.SCAN key cursor [MATCH pattern] [COUNT count] [WITHTTL]")
+        );
+        assert_eq!(
+            by_name("xset.randmember").as_deref(),
+            Some("XSET.RANDMEMBER key [count [WITHTTL]]")
+        );
+        assert_eq!(
+            by_name("xset.pop").as_deref(),
+            Some("XSET.POP key [count] [SOONEST]")
+        );
     }
 }

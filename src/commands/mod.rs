@@ -1,5 +1,6 @@
-//! The command layer: [`TABLE`], the one list of xset's commands, from which
-//! `lib.rs` registers each command with its flags, arity, key specs,
+//! The command layer: [`TABLE`], the one list of xset's commands for
+//! clients, and [`INTERNAL`], what only a primary or an AOF sends, from
+//! which `lib.rs` registers each command with its flags, arity, key specs,
 //! `COMMAND DOCS` (summary, complexity, since, the full argument tree that
 //! redis-cli shows as hints) and ACL categories; and one file per command
 //! family, each parsing its arguments (with the pure parsers of `grammar`,
@@ -15,6 +16,7 @@
 
 pub mod add;
 pub mod algebra;
+pub mod delivered;
 #[cfg(test)]
 mod docs;
 pub mod grammar;
@@ -686,8 +688,47 @@ pub const TABLE: &[CommandSpec] = &[
     },
 ];
 
+/// `XSET.DELIVERED key stream ...`: the set loses members (`SREM`'s `RW
+/// DELETE`) and the stream gains entries and is trimmed (`XADD`'s `RW
+/// UPDATE`).
+const DELIVERED_KEYS: &[KeySpec] = &[
+    KeySpec::At {
+        pos: 1,
+        access: KeyAccess::Remove,
+    },
+    KeySpec::At {
+        pos: 2,
+        access: KeyAccess::Update,
+    },
+];
+const DELIVERED_ARGS: &[Arg] = &[
+    KEY,
+    Arg::key("stream", 1),
+    Arg::string("first-id"),
+    Arg::integer("trimmed-to"),
+    Arg::block("entry", &[MEMBER, Arg::integer("deadline")]).multiple(),
+];
+
+/// Commands registered on every build that no client may call: what a
+/// primary propagates for its own work, which a replica or a server
+/// loading its AOF applies. After [`TABLE`]; not in the command reference
+/// or the client libraries (their pages and methods follow [`TABLE`]).
+pub const INTERNAL: &[CommandSpec] = &[CommandSpec {
+    name: "xset.delivered",
+    run: Body::Timed(delivered::xset_delivered),
+    flags: "write",
+    acl: "write slow",
+    arity: -7,
+    keys: DELIVERED_KEYS,
+    summary: "Applies a primary's delivery of expired members to a stream (internal: accepted only \
+              from a primary or an AOF)",
+    complexity: "O(k log n) for k members",
+    since: THIRD,
+    args: DELIVERED_ARGS,
+}];
+
 /// Commands that exist only in test builds (`fault-injection`), after
-/// [`TABLE`].
+/// [`INTERNAL`].
 #[cfg(feature = "fault-injection")]
 pub const TEST_ONLY: &[CommandSpec] = &[
     CommandSpec {
@@ -719,16 +760,22 @@ pub const TEST_ONLY: &[CommandSpec] = &[
 /// Commands that exist only in test builds: none in this build.
 pub const TEST_ONLY: &[CommandSpec] = &[];
 
-/// Every command this build registers: [`TABLE`], then [`TEST_ONLY`].
+/// Every command this build registers: [`TABLE`], [`INTERNAL`], then
+/// [`TEST_ONLY`].
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
-    TABLE.iter().chain(TEST_ONLY)
+    TABLE.iter().chain(INTERNAL).chain(TEST_ONLY)
 }
 
 /// Command `index` of [`all`].
 pub fn by_index(index: usize) -> Option<&'static CommandSpec> {
-    TABLE
-        .get(index)
-        .or_else(|| TEST_ONLY.get(index.checked_sub(TABLE.len())?))
+    let index = match index.checked_sub(TABLE.len()) {
+        None => return TABLE.get(index),
+        Some(rest) => rest,
+    };
+    match index.checked_sub(INTERNAL.len()) {
+        None => INTERNAL.get(index),
+        Some(rest) => TEST_ONLY.get(rest),
+    }
 }
 
 /// `XSET.DEBUG-PANIC`: panics inside a command body, so the tests can prove
@@ -745,44 +792,6 @@ fn debug_fault(_ctx: &Context, args: &[CmdArg], _clock: Clock) -> RedisResult {
         Ok(redis_module::RedisValue::SimpleStringStatic("OK"))
     } else {
         Err(crate::errors::err(crate::errors::SYNTAX))
-    }
-}
-
-/// The command's syntax line as the README's reference shows it: its name
-/// in upper case, then its arguments (`[...]` optional, `<a|b>` one of,
-/// `x [x ...]` repeatable). For the pages of `docs/commands/`, which the
-/// docs tests write and check.
-#[cfg(test)]
-pub fn syntax(spec: &CommandSpec) -> String {
-    let mut out = spec.name.to_ascii_uppercase();
-    for a in spec.args {
-        out.push(' ');
-        out.push_str(&render(a));
-    }
-    out
-}
-
-#[cfg(test)]
-fn render(a: &Arg) -> String {
-    use crate::ffi::command::ArgKind;
-    let mut s = match a.kind {
-        ArgKind::PureToken => a.token.unwrap_or(a.name).to_string(),
-        ArgKind::OneOf(sub) => sub.iter().map(render).collect::<Vec<_>>().join("|"),
-        ArgKind::Block(sub) => sub.iter().map(render).collect::<Vec<_>>().join(" "),
-        _ => a.name.to_string(),
-    };
-    if let (Some(token), false) = (a.token, matches!(a.kind, ArgKind::PureToken)) {
-        s = format!("{token} {s}");
-    }
-    if a.multiple {
-        s = format!("{s} [{s} ...]");
-    }
-    if a.optional {
-        format!("[{s}]")
-    } else if matches!(a.kind, ArgKind::OneOf(_)) {
-        format!("<{s}>")
-    } else {
-        s
     }
 }
 
@@ -820,6 +829,28 @@ mod tests {
         assert_eq!(links, TABLE.len(), "README links other command pages");
     }
 
+    /// The integration tests leave the internal commands out of the
+    /// command reference by the harness's list, which must be this one.
+    #[test]
+    fn the_harness_names_every_internal_command() {
+        let harness = include_str!("../../tests/it/harness.rs");
+        let listed = harness
+            .split_once("pub const INTERNAL_COMMANDS: &[&str] = &[")
+            .and_then(|(_, rest)| rest.split_once("];"))
+            .expect("the harness's INTERNAL_COMMANDS")
+            .0;
+        let listed: Vec<&str> = listed
+            .split(',')
+            .map(|n| n.trim().trim_matches('"'))
+            .filter(|n| !n.is_empty())
+            .collect();
+        let internal: Vec<&str> = INTERNAL.iter().map(|c| c.name).collect();
+        assert_eq!(listed, internal);
+        for spec in INTERNAL {
+            assert!(TABLE.iter().all(|t| t.name != spec.name), "{}", spec.name);
+        }
+    }
+
     /// The panic guard tells the client that a command without a key of
     /// its own to repair changed nothing: only reads may lack one.
     #[test]
@@ -850,38 +881,5 @@ mod tests {
             assert!(spec.fits(least), "{}", spec.name);
             assert_eq!(spec.fits(least + 1), spec.arity < 0, "{}", spec.name);
         }
-    }
-
-    #[test]
-    fn syntax_renders_every_shape() {
-        let by_name = |n: &str| TABLE.iter().find(|c| c.name == n).map(syntax);
-        assert_eq!(
-            by_name("xset.add").as_deref(),
-            Some("XSET.ADD key member ttl [member ttl ...]")
-        );
-        assert_eq!(
-            by_name("xset.ttl").as_deref(),
-            Some("XSET.TTL key <member|MEMBERS count member [member ...]>")
-        );
-        assert_eq!(
-            by_name("xset.members").as_deref(),
-            Some("XSET.MEMBERS key [BYDEADLINE min max] [REV] [LIMIT offset count] [WITHTTL]")
-        );
-        assert_eq!(
-            by_name("xset.count").as_deref(),
-            Some("XSET.COUNT key min max")
-        );
-        assert_eq!(
-            by_name("xset.scan").as_deref(),
-            Some("XSET.SCAN key cursor [MATCH pattern] [COUNT count] [WITHTTL]")
-        );
-        assert_eq!(
-            by_name("xset.randmember").as_deref(),
-            Some("XSET.RANDMEMBER key [count [WITHTTL]]")
-        );
-        assert_eq!(
-            by_name("xset.pop").as_deref(),
-            Some("XSET.POP key [count] [SOONEST]")
-        );
     }
 }

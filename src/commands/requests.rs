@@ -21,7 +21,7 @@ use super::parse::{
 use crate::errors::{self, err};
 use crate::ffi::key::CmdArg;
 use redis_module::RedisError;
-use xset_core::{Delivery, ExpireCondition, Window};
+use xset_core::{Delivery, ExpireCondition, MAX_DEADLINE_MS, StreamId, Window};
 
 /// The most members a negative `XSET.RANDMEMBER` count may ask for. The
 /// reply is streamed, costing what `SRANDMEMBER`'s costs, but it is still
@@ -421,9 +421,66 @@ pub fn parse_notify(args: &[CmdArg]) -> Result<NotifyRequest, RedisError> {
     Ok(NotifyRequest::Stream(Delivery { stream, maxlen }))
 }
 
+/// A parsed `XSET.DELIVERED key stream first-id trimmed-to member deadline
+/// [member deadline ...]`.
+pub struct DeliveredRequest<'a> {
+    /// The first entry's ID; entry `i` has the ID `i` places after it,
+    /// and the last of them exists.
+    pub first_id: StreamId,
+    /// The stream's length after the primary trimmed it; `None` (written
+    /// `-1`) when it was not trimmed.
+    pub trimmed_to: Option<u64>,
+    /// `member deadline` pairs, at least one; each deadline is the
+    /// decimal of a time up to `MAX_DEADLINE_MS`.
+    pub entries: &'a [CmdArg],
+}
+
+/// Parses `XSET.DELIVERED`: everything is checked before anything is
+/// applied, so a bad one changes nothing.
+pub fn parse_delivered(args: &[CmdArg]) -> Result<DeliveredRequest<'_>, RedisError> {
+    if args[2].as_slice() == args[1].as_slice() {
+        return Err(err(errors::STREAM_IS_THE_SET));
+    }
+    let invalid_id = || err(errors::INVALID_STREAM_ID);
+    let (ms, seq) = args[3]
+        .as_slice()
+        .iter()
+        .position(|&b| b == b'-')
+        .map(|dash| args[3].as_slice().split_at(dash))
+        .ok_or_else(invalid_id)?;
+    let first_id = StreamId {
+        ms: parse_u64(ms).ok_or_else(invalid_id)?,
+        seq: parse_u64(&seq[1..]).ok_or_else(invalid_id)?,
+    };
+    let trimmed_to = match parse_i64(args[4].as_slice())? {
+        -1 => None,
+        n => Some(u64::try_from(n).map_err(|_| err(errors::OUT_OF_RANGE))?),
+    };
+    let entries = &args[5..];
+    if !entries.len().is_multiple_of(2) {
+        return Err(errors::arity("xset.delivered"));
+    }
+    // An entry's ID is after 0-0, as `XADD` requires, and the last one
+    // exists.
+    let last = first_id.after(entries.len() as u64 / 2 - 1);
+    if first_id == (StreamId { ms: 0, seq: 0 }) || last.is_none() {
+        return Err(invalid_id());
+    }
+    for deadline in entries.iter().skip(1).step_by(2) {
+        if parse_u64(deadline.as_slice()).is_none_or(|d| d > MAX_DEADLINE_MS) {
+            return Err(err(errors::NOT_INTEGER));
+        }
+    }
+    Ok(DeliveredRequest {
+        first_id,
+        trimmed_to,
+        entries,
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::commands::TABLE;
+    use crate::commands::{INTERNAL, TABLE};
 
     /// The fuzz target `requests` cannot compile the table (it holds the
     /// server's types), so it lists the commands itself: that list is the
@@ -447,6 +504,7 @@ mod tests {
             .collect();
         let table: Vec<(String, i32)> = TABLE
             .iter()
+            .chain(INTERNAL)
             .map(|spec| (spec.name.to_string(), spec.arity))
             .collect();
         assert_eq!(listed, table);

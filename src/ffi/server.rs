@@ -62,6 +62,13 @@ impl ContextFlags {
         self.0 & raw::REDISMODULE_CTX_FLAGS_CLUSTER != 0
     }
 
+    /// The command came from the primary's replication stream, or from the
+    /// AOF the server is loading (only that loader runs commands while it
+    /// loads): not from a client of this server.
+    pub fn sent_by_primary_or_aof(self) -> bool {
+        self.0 & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0
+    }
+
     /// A replica, or a server loading its data (RDB, AOF): it applies what
     /// it is given and never deletes on its own clock.
     pub fn replica_or_loading(self) -> bool {

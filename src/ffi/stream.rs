@@ -1,9 +1,11 @@
-//! Appending to a stream and propagating each entry, with as few server
-//! strings as the module API allows: the field names and the fixed value
-//! are made once per [`Appender`], and each entry makes only its member's,
-//! its deadline's and its ID's, handed by reference to both the stream
-//! (`RedisModule_StreamAdd`, which copies the bytes) and the propagation
-//! (`RedisModule_Replicate` with a `v` vector, which keeps references).
+//! Appending to a stream, with as few server strings as the module API
+//! allows: the field names and the fixed value are made once per
+//! [`Appender`], and each entry makes only its member's and (when it
+//! differs from the previous entry's) its deadline's, handed by reference
+//! both to the stream (`RedisModule_StreamAdd`, which copies the bytes)
+//! and to the one command that propagates the whole batch
+//! (`RedisModule_Replicate` with a `v` vector, which keeps references), so
+//! the server looks the command up once per batch, not once per entry.
 
 use super::key::{Key, KeyName};
 use redis_module::{Context, KeyType, raw};
@@ -14,33 +16,38 @@ use std::ffi::{CStr, c_int};
 pub enum StreamRefusal {
     /// The key holds another type.
     WrongType,
-    /// The stream reached its last possible ID, or an entry was too large.
+    /// The stream reached its last possible ID, an entry was too large, or
+    /// a given ID was not after the stream's last one.
     Full,
     /// The server lacks the stream API, or refused for another reason.
     Other,
 }
 
 /// Appends entries `fixed_name fixed_value name1 value1 name2 value2` to
-/// the stream at an open key and propagates each as `XADD stream <id> ...`
-/// with the ID the stream gave it.
+/// the stream at an open key, and propagates them all as one command.
 pub struct Appender<'k> {
     ctx: &'k Context,
     key: &'k Key,
-    stream: *mut raw::RedisModuleString,
     /// `fixed_name`, `fixed_value`, `name1`, `name2`: made once, freed on
     /// drop.
     words: [*mut raw::RedisModuleString; 4],
-    /// The `first` value of each entry appended, kept (and freed on drop)
-    /// for [`Appender::replicate_with_firsts`].
-    firsts: Vec<*mut raw::RedisModuleString>,
-    /// The last `second` value and its string, reused while entries share
-    /// it (members that fall due together often share their deadline).
+    /// What [`Appender::replicate`] propagates after the command's name:
+    /// four slots it fills then (the key it is given, the stream, the
+    /// first ID, the trim), then `value1 value2` of each entry that
+    /// [`Appender::append`] added. A deadline's string stands here once
+    /// for each entry that shares it.
+    argv: Vec<*mut raw::RedisModuleString>,
+    /// The strings `append` made, each freed once on drop.
+    owned: Vec<*mut raw::RedisModuleString>,
+    /// The last `second` value and its string (in `owned`), reused while
+    /// entries share it (members that fall due together often share their
+    /// deadline).
     last_second: Option<(u64, *mut raw::RedisModuleString)>,
-    /// The ID the last entry got: the next one takes the one after it,
-    /// which the stream accepts without reading the clock again (the first
-    /// gets one the server makes, as `XADD key *`).
-    last_id: Option<raw::RedisModuleStreamID>,
+    stream: *mut raw::RedisModuleString,
 }
+
+/// The slots at the head of [`Appender::argv`].
+const HEAD: usize = 4;
 
 /// A server string of `bytes`, freed by the caller (no context: not
 /// auto-released).
@@ -49,6 +56,15 @@ fn string(bytes: &[u8]) -> *mut raw::RedisModuleString {
         // SAFETY: a NULL context makes a string the caller frees; the
         // bytes are copied.
         Some(create) => unsafe { create(std::ptr::null_mut(), bytes.as_ptr().cast(), bytes.len()) },
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// A server string of the decimal `n`, freed by the caller.
+fn number(n: i64) -> *mut raw::RedisModuleString {
+    match api!(RedisModule_CreateStringFromLongLong) {
+        // SAFETY: no context: a string the caller frees.
+        Some(from_ll) => unsafe { from_ll(std::ptr::null_mut(), n as std::ffi::c_longlong) },
         None => std::ptr::null_mut(),
     }
 }
@@ -76,85 +92,91 @@ impl<'k> Appender<'k> {
         Appender {
             ctx,
             key,
-            stream: stream.raw(),
             words: [
                 string(fixed.0),
                 string(fixed.1),
                 string(names[0]),
                 string(names[1]),
             ],
-            firsts: Vec::new(),
+            argv: vec![std::ptr::null_mut(); HEAD],
+            owned: Vec::new(),
             last_second: None,
-            last_id: None,
+            stream: stream.raw(),
         }
-    }
-
-    /// Propagates `command key first...`: the `first` values of every entry
-    /// appended so far, in order, passed by reference (no string is made
-    /// for them again). For the removal of what was delivered.
-    pub fn replicate_with_firsts(&mut self, command: &CStr, key: &impl KeyName) {
-        let Some(replicate) = api!(RedisModule_Replicate) else {
-            return;
-        };
-        if self.firsts.is_empty() {
-            return;
-        }
-        let mut argv = Vec::with_capacity(self.firsts.len() + 1);
-        argv.push(key.raw());
-        argv.extend_from_slice(&self.firsts);
-        // SAFETY: format `v` takes a vector of live strings and its
-        // length; the server keeps its own references.
-        unsafe {
-            replicate(
-                self.ctx.get_raw(),
-                command.as_ptr(),
-                c"v".as_ptr(),
-                argv.as_mut_ptr(),
-                argv.len(),
-            )
-        };
     }
 
     /// Appends `fixed, names[0] first, names[1] second` (the second as a
-    /// decimal integer), and propagates it with its ID.
+    /// decimal integer) with the ID `id` (`(ms, seq)`), or with one the
+    /// server makes, as `XADD key *`, when `None`; returns the ID it got.
+    /// The entry is kept for [`Appender::replicate`].
     ///
     /// # Errors
-    /// Why the stream refused the entry; then it is unchanged and nothing
-    /// is propagated.
-    pub fn append(&mut self, first: &[u8], second: u64) -> Result<(), StreamRefusal> {
-        let (Some(add), Some(from_ll), Some(replicate)) = (
-            api!(RedisModule_StreamAdd),
-            api!(RedisModule_CreateStringFromLongLong),
-            api!(RedisModule_Replicate),
-        ) else {
-            return Err(StreamRefusal::Other);
-        };
-        if self.key.raw_handle().is_null() || self.words.iter().any(|w| w.is_null()) {
-            return Err(StreamRefusal::Other);
-        }
-        let [fixed_name, fixed_value, name1, name2] = self.words;
+    /// Why the stream refused the entry; then it is unchanged.
+    pub fn append(
+        &mut self,
+        first: &[u8],
+        second: u64,
+        id: Option<(u64, u64)>,
+    ) -> Result<(u64, u64), StreamRefusal> {
         let value1 = string(first);
         let value2 = match self.last_second {
             Some((v, word)) if v == second => word,
             _ => {
-                // SAFETY: no context: a string the caller frees.
-                let word = unsafe { from_ll(std::ptr::null_mut(), second as std::ffi::c_longlong) };
-                if let Some((_, old)) = self.last_second.replace((second, word)) {
-                    free(old);
-                }
+                let word = number(i64::try_from(second).unwrap_or(i64::MAX));
+                self.owned.push(word);
+                self.last_second = Some((second, word));
                 word
             }
         };
+        match self.add(id, value1, value2) {
+            Ok(got) => {
+                self.owned.push(value1);
+                self.argv.extend([value1, value2]);
+                Ok(got)
+            }
+            Err(refusal) => {
+                free(value1);
+                Err(refusal)
+            }
+        }
+    }
+
+    /// Appends `fixed, names[0] first, names[1] second` with the ID `id`,
+    /// the values as given (a replica applying what its primary appended).
+    /// Not kept for [`Appender::replicate`].
+    ///
+    /// # Errors
+    /// Why the stream refused the entry; then it is unchanged.
+    pub fn append_given(
+        &mut self,
+        id: (u64, u64),
+        first: &impl KeyName,
+        second: &impl KeyName,
+    ) -> Result<(), StreamRefusal> {
+        self.add(Some(id), first.raw(), second.raw()).map(|_| ())
+    }
+
+    fn add(
+        &mut self,
+        id: Option<(u64, u64)>,
+        value1: *mut raw::RedisModuleString,
+        value2: *mut raw::RedisModuleString,
+    ) -> Result<(u64, u64), StreamRefusal> {
+        let Some(add) = api!(RedisModule_StreamAdd) else {
+            return Err(StreamRefusal::Other);
+        };
+        if self.key.raw_handle().is_null()
+            || value1.is_null()
+            || value2.is_null()
+            || self.words.iter().any(|w| w.is_null())
+        {
+            return Err(StreamRefusal::Other);
+        }
+        let [fixed_name, fixed_value, name1, name2] = self.words;
         let mut fields = [fixed_name, fixed_value, name1, value1, name2, value2];
-        let (mut id, flags) = match self.last_id {
-            Some(last) if last.seq < u64::MAX => (
-                raw::RedisModuleStreamID {
-                    ms: last.ms,
-                    seq: last.seq + 1,
-                },
-                0,
-            ),
-            _ => (
+        let (mut got, flags) = match id {
+            Some((ms, seq)) => (raw::RedisModuleStreamID { ms, seq }, 0),
+            None => (
                 raw::RedisModuleStreamID { ms: 0, seq: 0 },
                 raw::REDISMODULE_STREAM_ADD_AUTOID as c_int,
             ),
@@ -165,44 +187,62 @@ impl<'k> Appender<'k> {
             add(
                 self.key.raw_handle(),
                 flags,
-                &mut id,
+                &mut got,
                 fields.as_mut_ptr(),
                 3,
             )
         };
         if status == raw::Status::Ok as c_int {
-            self.last_id = Some(id);
-            let mut buf = [0u8; 41];
-            let id_word = stream_id(&mut buf, id.ms, id.seq);
-            // SAFETY: the format matches the arguments: `s` live strings
-            // (the server keeps its own references), `b` a pointer and a
-            // length.
-            unsafe {
-                replicate(
-                    self.ctx.get_raw(),
-                    c"XADD".as_ptr(),
-                    c"sbssssss".as_ptr(),
-                    self.stream,
-                    id_word.as_ptr(),
-                    id_word.len(),
-                    fixed_name,
-                    fixed_value,
-                    name1,
-                    value1,
-                    name2,
-                    value2,
-                )
-            };
-            self.firsts.push(value1);
-            Ok(())
+            Ok((got.ms, got.seq))
         } else {
-            free(value1);
             Err(match self.key.key_type() {
                 KeyType::Stream => StreamRefusal::Full,
                 KeyType::Empty => StreamRefusal::Other,
                 _ => StreamRefusal::WrongType,
             })
         }
+    }
+
+    /// Propagates `command key stream first_id trimmed_to first second
+    /// ...`: the `first` and `second` values of every entry [`append`]
+    /// added, in order, passed by reference (no string is made for them
+    /// again), `first_id` written `ms-seq` and `trimmed_to` as a decimal.
+    /// Nothing when no entry was added.
+    ///
+    /// [`append`]: Appender::append
+    pub fn replicate(
+        &mut self,
+        command: &CStr,
+        key: &impl KeyName,
+        first_id: (u64, u64),
+        trimmed_to: i64,
+    ) {
+        let Some(replicate) = api!(RedisModule_Replicate) else {
+            return;
+        };
+        if self.argv.len() == HEAD {
+            return;
+        }
+        let mut buf = [0u8; 41];
+        let id = string(stream_id(&mut buf, first_id.0, first_id.1));
+        let trim = number(trimmed_to);
+        self.argv[..HEAD].copy_from_slice(&[key.raw(), self.stream, id, trim]);
+        if self.argv.iter().all(|s| !s.is_null()) {
+            // SAFETY: format `v` takes a vector of live strings and its
+            // length; the server keeps its own references.
+            unsafe {
+                replicate(
+                    self.ctx.get_raw(),
+                    command.as_ptr(),
+                    c"v".as_ptr(),
+                    self.argv.as_mut_ptr(),
+                    self.argv.len(),
+                )
+            };
+        }
+        free(id);
+        free(trim);
+        self.argv[..HEAD].fill(std::ptr::null_mut());
     }
 }
 
@@ -234,13 +274,7 @@ fn stream_id(buf: &mut [u8; 41], ms: u64, seq: u64) -> &[u8] {
 
 impl Drop for Appender<'_> {
     fn drop(&mut self) {
-        let last = self.last_second.take().map(|(_, w)| w);
-        for w in self
-            .words
-            .into_iter()
-            .chain(self.firsts.drain(..))
-            .chain(last)
-        {
+        for w in self.words.into_iter().chain(self.owned.drain(..)) {
             free(w);
         }
     }

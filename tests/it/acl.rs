@@ -135,6 +135,14 @@ const PAIRS: &[Pair] = &[
         "XSET.NOTIFY b:x STREAM d:t",
         &["ZADD b:z 1 m", "XADD d:t * f v"],
     ),
+    // Internal (a client gets an error), but its keys are declared as
+    // for the commands a primary used to propagate in its place: the set
+    // loses members as with SREM, the stream gains entries and is trimmed
+    // as with XADD ... MAXLEN.
+    pair_each(
+        "XSET.DELIVERED b:x b:t 1-1 -1 m 1",
+        &["SREM b:s m", "XADD b:t * f v"],
+    ),
 ];
 
 fn words(form: &str) -> Vec<&[u8]> {

@@ -43,6 +43,7 @@ const FORMS: &[&str] = &[
     "XSET.DIFF 1 k",
     "XSET.DIFFSTORE d 1 k",
     "XSET.NOTIFY k STREAM s",
+    "XSET.DELIVERED k s 1-1 -1 m 1",
 ];
 
 /// The arity `COMMAND INFO` reports for `command`.

@@ -315,6 +315,22 @@ pub fn cluster_ok(port: u16) -> bool {
     q::<String>(&mut c, c!["CLUSTER", "INFO"]).contains("cluster_state:ok")
 }
 
+/// The module's internal commands (`INTERNAL` in src/commands/mod.rs,
+/// whose unit test `the_harness_names_every_internal_command` checks this
+/// list): registered, but refused to clients and left out of the command
+/// reference.
+pub const INTERNAL_COMMANDS: &[&str] = &["xset.delivered"];
+
+/// Whether the command reference (`docs/commands/`) documents `command`:
+/// every registered command but the internal ones and the test builds'
+/// `xset.debug-*`.
+pub fn in_reference(command: &str) -> bool {
+    !command.starts_with("xset.debug-")
+        && !INTERNAL_COMMANDS
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(command))
+}
+
 /// A fresh directory for a test's files, named after `name` and unique in
 /// this run, that outlives the servers started in it ([`start_in`]): the
 /// test removes it.

@@ -37,7 +37,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "keyspace",
         &[
-            "datatype", "tracking", "clock", "config", "stats", "faults", "ffi",
+            "datatype", "tracking", "clock", "config", "stats", "errors", "faults", "ffi",
         ],
     ),
     (

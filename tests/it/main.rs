@@ -30,6 +30,7 @@ mod grammar;
 mod isolation;
 mod layers;
 mod notify;
+mod notify_propagation;
 mod pop;
 mod python;
 mod readme;
