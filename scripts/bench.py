@@ -859,7 +859,7 @@ def bench_expiry(args):
               "largest PING of all runs; idle = PING over [deadline-1 s, deadline-0.2 s).",
               "Targets (issue): xset reclaimed in < 1 s, PING p99 < 2 ms, max < 15 ms (checked "
               "on the medians); with delivery (e), a reclaim rate at least a third of (a)'s, each "
-              "member one XADD. Reference on this machine class: Redis key expiry 2.4-2.7 s,",
+              "member one stream entry. Reference on this machine class: Redis key expiry 2.4-2.7 s,",
               "PING max ~30 ms; ZREMRANGEBYSCORE stalled ~400 ms. Module defaults: "
               "xset.active-expire-period-ms 100, xset.active-expire-budget-us 750."])
     return out
