@@ -58,10 +58,7 @@ fn saved_then_armed(name: &str) -> (PathBuf, Server, Connection, Vec<(Vec<u8>, i
     let want = snapshot(&mut c, "k");
     assert_eq!(q::<String>(&mut c, c!["SAVE"]), "OK");
     q::<i64>(&mut c, c!["XSET.ADD", "k", "later", "100"]);
-    assert_eq!(
-        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
-        "OK"
-    );
+    arm_rdb_save(&mut c);
     (dir, s, c, want)
 }
 
@@ -72,10 +69,7 @@ fn a_fault_in_bgsave_fails_the_save_not_the_server() {
     let mut c = s.conn();
     fill(&mut c);
     let want = snapshot(&mut c, "k");
-    assert_eq!(
-        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
-        "OK"
-    );
+    arm_rdb_save(&mut c);
     let _: String = q(&mut c, c!["BGSAVE"]);
     wait_for(&mut c, "persistence", "rdb_bgsave_in_progress", "0");
     assert_eq!(
@@ -222,10 +216,7 @@ fn a_fault_while_dumping_fails_that_command_not_the_server() {
     fill(&mut c);
     let want = snapshot(&mut c, "k");
     let good: Vec<u8> = q(&mut c, c!["DUMP", "k"]);
-    assert_eq!(
-        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
-        "OK"
-    );
+    arm_rdb_save(&mut c);
     // DUMP answers, with a payload that RESTORE refuses...
     let bad: Vec<u8> = q(&mut c, c!["DUMP", "k"]);
     let e = err(&mut c, c!["RESTORE", "copy", "0", bad]);
@@ -237,12 +228,7 @@ fn a_fault_while_dumping_fails_that_command_not_the_server() {
     let port = target.port.to_string();
     let e = err(&mut c, c!["MIGRATE", "127.0.0.1", port, "k", "0", "5000"]);
     assert!(e.contains("Bad data format"), "{e}");
-    assert_eq!(q::<i64>(&mut target.conn(), c!["EXISTS", "k"]), 0);
-    assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
-    assert_eq!(snapshot(&mut c, "k"), want);
-    let log = s.log();
-    assert!(log.contains("DUMP, MIGRATE or DEBUG OBJECT"), "{log}");
-    assert!(!log.contains("stopping process"), "{log}");
+    assert_failed_alone(&s, &mut c, &target, &want);
     // Disarmed, the earlier payload restores whole, and a new one too.
     assert_eq!(q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "off"]), "OK");
     assert_eq!(q::<String>(&mut c, c!["RESTORE", "copy", "0", good]), "OK");
@@ -271,10 +257,7 @@ fn a_fault_while_dumping_inside_a_transaction_fails_that_command_not_the_server(
     let mut c = s.conn();
     fill(&mut c);
     let want = snapshot(&mut c, "k");
-    assert_eq!(
-        q::<String>(&mut c, c!["XSET.DEBUG-FAULT", "rdb-save"]),
-        "OK"
-    );
+    arm_rdb_save(&mut c);
     let (bad, object): (Vec<u8>, String) = redis::pipe()
         .atomic()
         .cmd("DUMP")
@@ -314,12 +297,7 @@ fn a_fault_while_dumping_inside_a_transaction_fails_that_command_not_the_server(
         },
         other => panic!("EXEC answered {other:?}"),
     }
-    assert_eq!(q::<i64>(&mut target.conn(), c!["EXISTS", "k"]), 0);
-    assert_eq!(q::<String>(&mut c, c!["PING"]), "PONG");
-    assert_eq!(snapshot(&mut c, "k"), want);
-    let log = s.log();
-    assert!(log.contains("DUMP, MIGRATE or DEBUG OBJECT"), "{log}");
-    assert!(!log.contains("stopping process"), "{log}");
+    assert_failed_alone(&s, &mut c, &target, &want);
 }
 
 #[test]
@@ -468,4 +446,27 @@ fn a_panic_in_a_read_without_a_key_says_nothing_changed() {
     let e = err(&mut c, c!["XSET.DEBUG-PANIC"]);
     assert!(e.contains("the command changed nothing"), "{e}");
     assert_eq!(info_i64(&mut c, "xset", "xset_command_panics_caught"), 1);
+}
+
+/// Arms the fault point of a value's serialization (RDB, `DUMP`, AOF
+/// rewrite): the next value written faults.
+fn arm_rdb_save(c: &mut redis::Connection) {
+    assert_eq!(q::<String>(c, c!["XSET.DEBUG-FAULT", "rdb-save"]), "OK");
+}
+
+/// After a fault in a serialization for a reply: the migration moved
+/// nothing to `target`, the server answers, `k` is intact, and the log says
+/// the command failed without stopping the server.
+fn assert_failed_alone(
+    s: &Server,
+    c: &mut redis::Connection,
+    target: &Server,
+    want: &[(Vec<u8>, i64)],
+) {
+    assert_eq!(q::<i64>(&mut target.conn(), c!["EXISTS", "k"]), 0);
+    assert_eq!(q::<String>(c, c!["PING"]), "PONG");
+    assert_eq!(snapshot(c, "k"), want);
+    let log = s.log();
+    assert!(log.contains("DUMP, MIGRATE or DEBUG OBJECT"), "{log}");
+    assert!(!log.contains("stopping process"), "{log}");
 }
