@@ -31,6 +31,17 @@ fn active(c: &mut Connection) -> i64 {
     info_field(c, "xset_expired_members_active")
 }
 
+/// Waits (at most [`GRACE`]) until the active cycle has reclaimed `n`
+/// members in all; fails with the count and the server's log if not.
+fn wait_active(s: &Server, c: &mut Connection, n: i64) {
+    assert!(
+        wait_until(GRACE, || active(c) == n),
+        "active={}; log:\n{}",
+        active(c),
+        log_tail(s)
+    );
+}
+
 fn lazy(c: &mut Connection) -> i64 {
     info_field(c, "xset_expired_members_lazy")
 }

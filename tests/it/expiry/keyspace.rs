@@ -25,12 +25,7 @@ fn rename_then_on_time_expiry_under_the_new_name() {
     assert_eq!(tracked(&mut c), 4);
 
     expect_reclaimed_on_time(&s, &mut c, "whole2", due);
-    assert!(
-        wait_until(GRACE, || active(&mut c) == 4),
-        "active={}; log:\n{}",
-        active(&mut c),
-        log_tail(&s)
-    );
+    wait_active(&s, &mut c, 4);
     assert!(!exists(&mut c, "src") && !exists(&mut c, "whole"));
     assert_eq!(lazy(&mut c), 0);
     expect_only_keep(&mut c, "dst", far);
@@ -54,12 +49,7 @@ fn move_then_on_time_expiry_in_the_new_db() {
     assert_eq!(q::<i64>(&mut c, c!["MOVE", "whole", "1"]), 1);
     assert_eq!(tracked(&mut c), 3);
     expect_reclaimed_on_time(&s, &mut c1, "whole", due);
-    assert!(
-        wait_until(GRACE, || active(&mut c) == 3),
-        "active={}; log:\n{}",
-        active(&mut c),
-        log_tail(&s)
-    );
+    wait_active(&s, &mut c, 3);
     assert!(!exists(&mut c, "m") && !exists(&mut c, "whole"));
     expect_only_keep(&mut c1, "m", far);
     expect_only_keep(&mut c, "stay", far);
@@ -89,12 +79,7 @@ fn copy_then_on_time_expiry_of_source_and_copies() {
     expect_reclaimed_on_time(&s, &mut c, "whole-copy", due);
     expect_reclaimed_on_time(&s, &mut c2, "whole-copy", due);
     expect_reclaimed_on_time(&s, &mut c, "whole", due);
-    assert!(
-        wait_until(GRACE, || active(&mut c) == 4 + 6),
-        "active={}; log:\n{}",
-        active(&mut c),
-        log_tail(&s)
-    );
+    wait_active(&s, &mut c, 4 + 6);
     expect_only_keep(&mut c, "orig", far);
     expect_only_keep(&mut c, "copy", far);
     expect_only_keep(&mut c2, "copy", far);
@@ -119,12 +104,7 @@ fn swapdb_then_on_time_expiry_in_both_dbs() {
     expect_reclaimed_on_time(&s, &mut c1, "zero", due);
     expect_reclaimed_on_time(&s, &mut c, "one", due + 20);
     expect_reclaimed_on_time(&s, &mut c1, "same", due + 40);
-    assert!(
-        wait_until(GRACE, || active(&mut c) == 4),
-        "active={}; log:\n{}",
-        active(&mut c),
-        log_tail(&s)
-    );
+    wait_active(&s, &mut c, 4);
     expect_only_keep(&mut c, "same", far);
     assert_eq!(dbsize(&mut c), 1);
     assert_eq!(dbsize(&mut c1), 0);
@@ -148,12 +128,7 @@ fn restore_then_on_time_expiry_under_the_new_name() {
     let _: String = q(&mut c, &[b"RESTORE", b"whole2", b"0", &whole]);
     assert_eq!(tracked(&mut c), 3);
     expect_reclaimed_on_time(&s, &mut c, "whole2", due);
-    assert!(
-        wait_until(GRACE, || active(&mut c) == 4),
-        "active={}; log:\n{}",
-        active(&mut c),
-        log_tail(&s)
-    );
+    wait_active(&s, &mut c, 4);
     expect_only_keep(&mut c, "new", far);
     expect_only_keep(&mut c, "victim", far);
     assert_eq!(dbsize(&mut c), 2);
