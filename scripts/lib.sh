@@ -22,6 +22,16 @@ ensure_deps() {
   fi
 }
 
+# valgrind (Debian's package), for the memcheck run of scripts/test --matrix
+# (tests/it/memcheck.rs); installed when missing.
+ensure_valgrind() {
+  if ! command -v valgrind >/dev/null 2>&1; then
+    echo "xset: installing valgrind" >&2
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends valgrind >&2
+  fi
+}
+
 # A Python virtual environment ENV (default target/pyenv) holding the
 # pinned packages of the requirements file REQ (default
 # scripts/python-requirements.txt: redis-py for tests/it/python.rs, matplotlib

@@ -71,6 +71,9 @@ pub fn server_bin() -> String {
     }
 }
 
+/// How long a server may take to answer its first `PING`.
+const READY_WITHIN: Duration = Duration::from_secs(10);
+
 static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
 /// A running `redis-server` with xset loaded; killed and cleaned on drop.
@@ -89,17 +92,30 @@ impl Server {
 
     /// As [`Server::start`], passing `module_args` to the module.
     pub fn start_with_module_args(extra: &[&str], module_args: &[&str]) -> Server {
-        Self::spawn(extra, module_args, free_port)
+        Self::spawn(extra, module_args, free_port, &[], READY_WITHIN)
+    }
+
+    /// As [`Server::start`], the server run by `wrapper` (a tool and its
+    /// options, say valgrind's), which may take up to `ready_within` to
+    /// answer.
+    pub fn start_under(wrapper: &[String], extra: &[&str], ready_within: Duration) -> Server {
+        Self::spawn(extra, &[], free_port, wrapper, ready_within)
     }
 
     /// A Redis Cluster node (`cluster-enabled yes`) with the module.
     pub fn start_cluster_node(extra: &[&str]) -> Server {
         let mut args = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"];
         args.extend_from_slice(extra);
-        Self::spawn(&args, &[], free_cluster_port)
+        Self::spawn(&args, &[], free_cluster_port, &[], READY_WITHIN)
     }
 
-    fn spawn(extra: &[&str], module_args: &[&str], pick_port: fn() -> u16) -> Server {
+    fn spawn(
+        extra: &[&str],
+        module_args: &[&str],
+        pick_port: fn() -> u16,
+        wrapper: &[String],
+        ready_within: Duration,
+    ) -> Server {
         let dir = std::env::temp_dir().join(format!(
             "xset-test-{}-{}",
             std::process::id(),
@@ -110,7 +126,14 @@ impl Server {
         let module = module_path();
         for _attempt in 0..5 {
             let port = pick_port();
-            let mut cmd = Command::new(server_bin());
+            let mut cmd = match wrapper.split_first() {
+                Some((tool, options)) => {
+                    let mut cmd = Command::new(tool);
+                    cmd.args(options).arg(server_bin());
+                    cmd
+                }
+                None => Command::new(server_bin()),
+            };
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
@@ -137,7 +160,7 @@ impl Server {
                 dir: dir.clone(),
                 child,
             };
-            if server.wait_ready() {
+            if server.wait_ready(ready_within) {
                 return server;
             }
             // The port was taken between probing and binding, or the
@@ -150,8 +173,8 @@ impl Server {
         panic!("{} did not start; log:\n{}", server_bin(), read_log(&dir));
     }
 
-    fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(10);
+    fn wait_ready(&mut self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;

@@ -6,7 +6,9 @@
 //! `refuse` checks the refusal by a server older than Redis 7.0 and checks
 //! nothing unless `XSET_OLD_SERVER` names one: `scripts/test --matrix` runs
 //! it alone on Redis 6.2 (`cargo test --test it refuse::`) and skips it on
-//! the other servers. A new concern is a new file here, declared below.
+//! the other servers. `memcheck` runs the server under valgrind and is
+//! ignored unless asked for (`-- --ignored`): `scripts/test --matrix` runs it
+//! alone on the default server. A new concern is a new file here, declared below.
 
 mod harness;
 
@@ -29,6 +31,7 @@ mod glob;
 mod grammar;
 mod isolation;
 mod layers;
+mod memcheck;
 mod notify;
 mod notify_propagation;
 mod pop;
