@@ -37,30 +37,25 @@ fn memcheck(dir: &Path) -> Vec<String> {
 
 /// `count` members `prefix0`.. with `ttl` seconds each, in one `XSET.ADD`.
 fn add_many(c: &mut Connection, key: &str, prefix: &str, count: usize, ttl: &str) {
-    let mut args = vec!["XSET.ADD".to_string(), key.to_string()];
-    for i in 0..count {
-        args.push(format!("{prefix}{i}"));
-        args.push(ttl.to_string());
-    }
-    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    q::<i64>(c, &refs);
+    add_pairs(c, &["XSET.ADD", key], prefix, count, ttl);
 }
 
 /// `count` members `prefix0`.. due in `ms` milliseconds, in one `XSET.ADDEX`.
 fn add_many_px(c: &mut Connection, key: &str, prefix: &str, count: usize, ms: u64) {
-    let mut args = vec![
-        "XSET.ADDEX".to_string(),
-        key.to_string(),
-        "PX".into(),
-        "MEMBERS".into(),
-        count.to_string(),
-    ];
-    for i in 0..count {
-        args.push(format!("{prefix}{i}"));
-        args.push(ms.to_string());
+    let n = count.to_string();
+    let head = ["XSET.ADDEX", key, "PX", "MEMBERS", n.as_str()];
+    add_pairs(c, &head, prefix, count, &ms.to_string());
+}
+
+/// `head`, then `count` pairs `prefix<i> time`.
+fn add_pairs(c: &mut Connection, head: &[&str], prefix: &str, count: usize, time: &str) {
+    let members: Vec<String> = (0..count).map(|i| format!("{prefix}{i}")).collect();
+    let mut args: Vec<&[u8]> = head.iter().map(|a| a.as_bytes()).collect();
+    for m in &members {
+        args.push(m.as_bytes());
+        args.push(time.as_bytes());
     }
-    let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    q::<i64>(c, &refs);
+    q::<i64>(c, &args);
 }
 
 /// Waits (generously: the server runs under valgrind) until the `INFO xset`
