@@ -198,10 +198,7 @@ fn workload(c: &mut Connection) {
     // An AOF rewrite through the type's own rewrite callback (the server
     // runs without the RDB preamble), in a forked child.
     q::<Value>(c, c!["BGREWRITEAOF"]);
-    wait_until("the AOF rewrite", Duration::from_secs(180), || {
-        let info: String = q(c, c!["INFO", "persistence"]);
-        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
-    });
+    wait_rewrite_done(c);
     q::<Value>(c, c!["FLUSHALL"]);
 }
 
