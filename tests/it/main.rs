@@ -32,6 +32,7 @@ mod grammar;
 mod isolation;
 mod layers;
 mod memcheck;
+mod model;
 mod notify;
 mod notify_propagation;
 mod pop;
