@@ -885,6 +885,23 @@ impl Run<'_> {
                 expected,
                 "{at}: EXISTS and TYPE of {key} on the primary (an emptied set must not exist)"
             );
+            // The one exactly documented order: by deadline, no deadline
+            // last, equal deadlines in byte order.
+            let order: Vec<Vec<u8>> = self
+                .model
+                .get(key)
+                .map(|s| {
+                    sorted_by_deadline(s)
+                        .into_iter()
+                        .map(|(m, _)| m.clone())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let listed: Vec<Vec<u8>> = q(self.pc, c!["XSET.MEMBERS", key]);
+            assert!(
+                listed == order,
+                "{at}: XSET.MEMBERS {key} on the primary is not in (deadline, bytes) order"
+            );
             primary.push(got);
         }
         wait_replicated(self.pc);
@@ -894,6 +911,13 @@ impl Run<'_> {
                 got == *theirs,
                 "{at}: the replica's {key} differs from the primary's: {}",
                 diff(theirs, &got)
+            );
+            let listed: Vec<Vec<u8>> = q(self.rc, c!["XSET.MEMBERS", key]);
+            let mut order = theirs.clone();
+            order.sort_by_key(|(m, d)| (*d as u64, m.clone()));
+            assert!(
+                listed.iter().eq(order.iter().map(|(m, _)| m)),
+                "{at}: XSET.MEMBERS {key} on the replica is not in (deadline, bytes) order"
             );
             let exists: i64 = q(self.rc, c!["EXISTS", key]);
             assert_eq!(
@@ -953,8 +977,9 @@ fn run_seed(seed: u64, pc: &mut Connection, rc: &mut Connection) {
     let mut rng = Rng(seed);
     // Encoding limits per seed, set on both servers (CONFIG SET does not
     // replicate), so that sets cross between the small and large encodings
-    // at different sizes, and by member length.
-    let max_members = ["4", "16", "128"][rng.index(3)];
+    // at different sizes, and by member length (0: large from the first
+    // member).
+    let max_members = ["0", "4", "16", "128"][rng.index(4)];
     let max_bytes = ["12", "64"][rng.index(2)];
     for c in [&mut *pc, &mut *rc] {
         let _: String = q(
