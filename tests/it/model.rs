@@ -678,6 +678,75 @@ impl Run<'_> {
         );
     }
 
+    /// `XSET.POP key [count [SOONEST]]` where the reply decides the model:
+    /// a random pop, or a soonest-first pop whose cut falls among equal
+    /// deadlines. Sent alone (after the pending batch), the reply checked
+    /// to be one of the outcomes the reference allows, then the members it
+    /// names leave the model.
+    fn pop_checked(&mut self, k: usize) {
+        self.flush();
+        self.step += 1;
+        let key = self.keys[k].clone();
+        let mut set = self.model.get(&key).cloned().unwrap_or_default();
+        let form = self.rng.below(3);
+        let count = 1 + self.rng.index(8);
+        let mut args = vec![b"XSET.POP".to_vec(), key.clone().into_bytes()];
+        if form > 0 {
+            args.push(count.to_string().into_bytes());
+        }
+        if form == 2 {
+            args.push(b"SOONEST".to_vec());
+        }
+        let at = format!(
+            "seed {:#x} step {}: `{}`",
+            self.seed,
+            self.step,
+            show_cmd(&args)
+        );
+        let refs: Vec<&[u8]> = args.iter().map(|a| a.as_slice()).collect();
+        let reply: Value = q(self.pc, &refs);
+        let popped: Vec<Vec<u8>> = match (form, reply) {
+            (0, Value::Nil) if set.is_empty() => Vec::new(),
+            (0, Value::BulkString(m)) => vec![m],
+            (_, Value::Array(items)) if form > 0 => items
+                .into_iter()
+                .map(|v| match v {
+                    Value::BulkString(m) => m,
+                    v => panic!("{at} replied {v:?} among its members"),
+                })
+                .collect(),
+            (_, v) => panic!("{at} replied {v:?} for a set of {} members", set.len()),
+        };
+        let want = if form == 0 { 1 } else { count };
+        assert_eq!(
+            popped.len(),
+            want.min(set.len()),
+            "{at}: popped {} of {} members",
+            popped.len(),
+            set.len()
+        );
+        let order = sorted_by_deadline(&set);
+        let soonest: Vec<u64> = order.iter().take(popped.len()).map(|&(_, d)| d).collect();
+        let mut deadlines = Vec::with_capacity(popped.len());
+        for m in &popped {
+            let d = set.remove(m).unwrap_or_else(|| {
+                panic!(
+                    "{at} popped '{}', not a member (or popped twice)",
+                    show_bytes(m)
+                )
+            });
+            deadlines.push(d);
+        }
+        if form == 2 {
+            assert_eq!(
+                deadlines, soonest,
+                "{at}: SOONEST popped these deadlines, not the soonest ones in order"
+            );
+        }
+        self.note(format!("xset.pop checked, form {form}"));
+        self.set_model(&key, set);
+    }
+
     /// `XSET.UNIONSTORE|INTERSTORE|DIFFSTORE dst n key ...`: union keeps a
     /// member's latest deadline, intersection its earliest, difference the
     /// first key's (no deadline is the latest of all).
@@ -751,12 +820,13 @@ impl Run<'_> {
             }
             55..=69 => self.expire_or_persist(k, false),
             70..=79 => self.expire_or_persist(k, true),
-            80..=84 => {
+            80..=81 => self.pop_checked(k),
+            82..=84 => {
                 let count = 1 + self.rng.index(6);
                 self.pop(k, count);
             }
             85..=88 => self.store(),
-            89..=90 => {
+            91..=92 => {
                 let existed = self.model.contains_key(&key);
                 self.set_model(&key, Set::new());
                 self.emit(
@@ -764,7 +834,26 @@ impl Run<'_> {
                     Expect::Int(existed as i64),
                 );
             }
-            91..=92 => {
+            89 => {
+                let i = self.key_op();
+                let dst = self.keys[i].clone();
+                let replace = self.rng.chance(50);
+                if dst != key {
+                    let copied = match self.model.get(&key).cloned() {
+                        Some(set) if replace || !self.model.contains_key(&dst) => {
+                            self.set_model(&dst, set);
+                            1
+                        }
+                        _ => 0,
+                    };
+                    let mut args = vec![b"COPY".to_vec(), key.into_bytes(), dst.into_bytes()];
+                    if replace {
+                        args.push(b"REPLACE".to_vec());
+                    }
+                    self.emit(args, Expect::Int(copied));
+                }
+            }
+            90 => {
                 let i = self.key_op();
                 let dst = self.keys[i].clone();
                 if dst != key && self.model.contains_key(&key) {
