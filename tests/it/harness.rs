@@ -451,23 +451,36 @@ pub fn members_with_ttl(c: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
 }
 
 /// Sorted `(member, absolute deadline)` of a key, from `XSET.SCAN` and
-/// `XSET.PEXPIRETIME`: the exact state to compare across servers.
+/// `XSET.PEXPIRETIME`: the exact state to compare across servers. A member
+/// a scan returns twice (SCAN allows it) is listed once, and the deadlines
+/// are read a thousand members a call, so that sets of thousands of
+/// members on two servers are read in a few round trips.
 pub fn snapshot(c: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
-    let mut out = Vec::new();
+    let mut members = std::collections::BTreeSet::new();
     let mut cursor = "0".to_string();
     loop {
         let (next, batch): (String, Vec<Vec<u8>>) =
             q(c, c!["XSET.SCAN", key, cursor.as_str(), "COUNT", "1000"]);
-        for m in batch {
-            let at: i64 = q(c, &[b"XSET.PEXPIRETIME", key.as_bytes(), &m]);
-            out.push((m, at));
-        }
+        members.extend(batch);
         if next == "0" {
             break;
         }
         cursor = next;
     }
-    out.sort();
+    let members: Vec<Vec<u8>> = members.into_iter().collect();
+    let mut out = Vec::with_capacity(members.len());
+    for chunk in members.chunks(1000) {
+        let n = chunk.len().to_string();
+        let mut args: Vec<&[u8]> = vec![
+            b"XSET.PEXPIRETIME".as_slice(),
+            key.as_bytes(),
+            b"MEMBERS".as_slice(),
+            n.as_bytes(),
+        ];
+        args.extend(chunk.iter().map(|m| m.as_slice()));
+        let times: Vec<i64> = q(c, &args);
+        out.extend(chunk.iter().cloned().zip(times));
+    }
     out
 }
 
