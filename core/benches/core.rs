@@ -9,6 +9,7 @@
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
+use xset_core::SplitMix64;
 use xset_core::{Compare, Presence, XSet};
 
 const BASE_MS: u64 = 1_800_000_000_000;
@@ -30,16 +31,12 @@ fn filled(n: u64) -> XSet {
     s
 }
 
-/// A deterministic pseudo-random sequence (splitmix64).
-struct Rng(u64);
+/// A deterministic pseudo-random sequence.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A deadline up to a day after `BASE_MS`: random TTLs.
@@ -76,7 +73,7 @@ fn print_memory() {
         small += per(&s) / 100.0;
     }
     let in_order = filled(1_000_000);
-    let random = filled_random(1_000_000, &mut Rng(7));
+    let random = filled_random(1_000_000, &mut Rng(SplitMix64(7)));
     eprintln!(
         "heap bytes/member (16-byte members): 30 in order {small:.1}, 1M in order {:.1}, \
          1M random TTLs {:.1}",
@@ -133,7 +130,7 @@ fn bench(c: &mut Criterion) {
     for &n in sizes {
         // Random TTLs: refreshes and new members land anywhere in the
         // deadline index, so leaves split and merge all over it.
-        let mut rng = Rng(n);
+        let mut rng = Rng(SplitMix64(n));
         let mut set = filled_random(n, &mut rng);
         let mut group = c.benchmark_group(format!("{n} members, random TTLs"));
         group.sample_size(10);

@@ -21,6 +21,7 @@
 
 use std::hint::black_box;
 use std::time::Instant;
+use xset_core::SplitMix64;
 use xset_core::{Compare, Presence, XSet};
 
 const N: usize = 1_000_000;
@@ -29,16 +30,12 @@ const DAY_MS: u64 = 86_400_000;
 /// Sets of 30 members in the `small` phase.
 const SMALL_SETS: usize = 10_000;
 
-/// A deterministic pseudo-random sequence (splitmix64).
-struct Rng(u64);
+/// A deterministic pseudo-random sequence.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn member(&mut self) -> [u8; 16] {
@@ -138,7 +135,7 @@ fn main() {
         ("small", phase_small),
     ];
     let only = std::env::args().nth(1);
-    let mut rng = Rng(7);
+    let mut rng = Rng(SplitMix64(7));
     let members: Vec<[u8; 16]> = (0..N).map(|_| rng.member()).collect();
     let mut set = XSet::new();
     for (name, run) in phases {

@@ -36,6 +36,7 @@ mod sample;
 mod slab;
 mod slot;
 mod small;
+mod splitmix;
 mod store;
 mod stream_id;
 mod table;
@@ -48,6 +49,7 @@ pub use integer::string2ll;
 pub use member::Member;
 pub use sample::Draws;
 pub use slot::key_slot;
+pub use splitmix::SplitMix64;
 pub use stream_id::StreamId;
 pub use window::{Bound, BoundValue, Window};
 

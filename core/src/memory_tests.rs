@@ -8,19 +8,16 @@
 //! (`ONLY=1000000-0.99` runs one case: members, then the share expired).
 
 use super::*;
+use crate::SplitMix64;
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 
-/// A deterministic pseudo-random sequence (splitmix64).
-struct Rng(u64);
+/// A deterministic pseudo-random sequence.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -102,7 +99,7 @@ proptest! {
         ops in prop::collection::vec(op(), 1..60),
         seed in any::<u64>(),
     ) {
-        let mut rng = Rng(seed);
+        let mut rng = Rng(SplitMix64(seed));
         let mut s = large();
         let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
         let mut now = 1_000u64;
@@ -253,7 +250,7 @@ fn fresh_bytes(s: &XSet, order: &[(Vec<u8>, u64)]) -> (usize, usize) {
 #[test]
 fn a_set_expired_to_a_few_members_holds_about_what_a_fresh_one_does() {
     for (n, kept) in [(20_000, 0.30), (20_000, 0.01), (3_000, 0.05)] {
-        let mut rng = Rng(n);
+        let mut rng = Rng(SplitMix64(n));
         let (mut s, items) = filled(n, &mut rng);
         let now = quantile(&items, 1.0 - kept);
         // In slices, as active expiry drains it.
@@ -272,7 +269,7 @@ fn a_set_expired_to_a_few_members_holds_about_what_a_fresh_one_does() {
 
 #[test]
 fn removals_refills_and_pops_keep_the_slab_compact() {
-    let mut rng = Rng(5);
+    let mut rng = Rng(SplitMix64(5));
     let (mut s, items) = filled(10_000, &mut rng);
     // Removals at random down to 2%, then a refill, then pops.
     for (m, _) in &items {
@@ -310,7 +307,7 @@ fn a_share_due_at_one_deadline_leaves_the_survivors_compact() {
     // As the end-to-end benchmark's churn section loads a key: random
     // members, a random 70% due at one deadline (so a drain pops them in
     // slot order), the rest an hour on.
-    let mut rng = Rng(3);
+    let mut rng = Rng(SplitMix64(3));
     let mut flags: Vec<bool> = (0..10_000).map(|i| i < 7_000).collect();
     for i in (1..flags.len()).rev() {
         flags.swap(i, rng.below(i + 1));
@@ -359,7 +356,7 @@ fn memory_after_mass_expiry() {
     .into_iter()
     .filter(|&(n, e)| std::env::var("ONLY").map_or(true, |o| o == format!("{n}-{e}")))
     {
-        let mut rng = Rng(42);
+        let mut rng = Rng(SplitMix64(42));
         let (mut s, items) = filled(n, &mut rng);
         let before = s.heap_bytes();
         let now = if expired >= 1.0 {

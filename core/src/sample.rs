@@ -211,16 +211,10 @@ mod tests {
     use crate::{Compare, Limits, NO_DEADLINE, Presence};
     use std::collections::HashMap;
 
-    /// A deterministic random source (SplitMix64).
+    /// A deterministic random source.
     fn rng(seed: u64) -> impl FnMut() -> u64 {
-        let mut state = seed;
-        move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
+        let mut g = crate::SplitMix64(seed);
+        move || g.next_u64()
     }
 
     /// A set of `live` members (`m0`, `m1`, ...) live until 1000, and

@@ -24,6 +24,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use xset_core::SplitMix64;
 
 static SEED: OnceLock<u64> = OnceLock::new();
 static DRAWS: AtomicU64 = AtomicU64::new(0);
@@ -35,10 +36,8 @@ static DRAWS: AtomicU64 = AtomicU64::new(0);
 pub fn next_u64() -> u64 {
     let seed = *SEED.get_or_init(|| RandomState::new().hash_one(0x7873_6574u64));
     let n = DRAWS.fetch_add(1, Ordering::Relaxed);
-    let mut z = seed.wrapping_add(n.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    // The n-th word of the generator seeded with `seed`.
+    SplitMix64(seed.wrapping_add(n.wrapping_mul(SplitMix64::GAMMA))).next_u64()
 }
 
 /// An array of members, each with its TTL in milliseconds (-1: no

@@ -26,6 +26,7 @@ mod ops;
 use crate::harness::*;
 use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet};
+use xset_core::SplitMix64;
 
 /// The model's "no deadline" (what `XSET.PEXPIRETIME` replies as `-1`).
 const NONE: u64 = u64::MAX;
@@ -47,16 +48,12 @@ const BATCH: usize = 64;
 /// Random commands in each of the two churn phases of a seed.
 const CHURN: usize = 800;
 
-/// splitmix64: small, self-contained, and the same sequence everywhere.
-struct Rng(u64);
+/// The same sequence for a seed on every run and server.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -425,7 +422,7 @@ impl Run<'_> {
 }
 
 fn run_seed(seed: u64, pc: &mut Connection, rc: &mut Connection) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(SplitMix64(seed));
     // Encoding limits per seed, set on both servers (CONFIG SET does not
     // replicate), so that sets cross between the small and large encodings
     // at different sizes, and by member length (0: large from the first
