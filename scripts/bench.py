@@ -265,8 +265,22 @@ PUSH_LUA = ("local t = redis.call('TIME') "
 
 
 def commands(many_keys, sha):
-    """The compared commands, baseline first: (add group, membership group)."""
+    """The compared commands, baseline first: (add group, membership group).
+    Each group ends with its baseline once more (`SADD again`): measured in
+    the same rotation as the peers, its ratio to the baseline is what two
+    measurements of one command differ by on this machine, the resolution
+    every other ratio of the run is read with."""
     k = ":__rand_int__" if many_keys else ""
+    adds, reads = _peers(k, sha)
+    return adds + [again(adds[0])], reads + [again(reads[0])]
+
+
+def again(peer):
+    """`peer` measured a second time: `(name again, same command)`."""
+    return (f"{peer[0]} again", peer[1])
+
+
+def _peers(k, sha):
     return ([("SADD", f"SADD s{k} __rand_int__"),
              ("XSET.ADD", f"XSET.ADD x{k} __rand_int__ 3600"),
              ("floor", f"FLOOR.ADD f{k} __rand_int__ 3600"),
@@ -282,9 +296,11 @@ def commands(many_keys, sha):
 
 
 def whole_set_reads(many_keys):
-    """The compared whole-set reads, baseline first."""
+    """The compared whole-set reads, baseline first, and the baseline again
+    (see `commands`)."""
     k = ":__rand_int__" if many_keys else ""
-    return [("SMEMBERS", f"SMEMBERS s{k}"), ("XSET.MEMBERS", f"XSET.MEMBERS x{k}")]
+    base = ("SMEMBERS", f"SMEMBERS s{k}")
+    return [base, ("XSET.MEMBERS", f"XSET.MEMBERS x{k}"), again(base)]
 
 
 def whole_set_load(r, many_keys, quick):
@@ -414,7 +430,9 @@ def bench_throughput(args):
         table(f"Throughput, {group}: kops/s (median of runs) and ratio to {names[0]} in the "
               "same run (median of per-run ratios)", ["members", "pipe"] + names, rows, notes=[
                   f"redis-benchmark -c 50 -r <members>, -n {n[16]:,} with -P 16 and {n[1]:,} "
-                  f"with -P 1; {args.runs} run(s), command order rotated per run."])
+                  f"with -P 1; {args.runs} run(s), command order rotated per run.",
+                  f"{names[-1]}: {names[0]} measured once more in the same rotation; its ratio "
+                  "is the resolution of the others (see the last table)."])
         rows = []
         for scen, _, _ in scenarios:
             cell = {o["command"]: o for o in out if (o["group"], o["scenario"], o["pipeline"])
@@ -433,19 +451,35 @@ def bench_throughput(args):
         calls, clients, pipe = whole_set_load(r, many, args.quick)
         cell = {o["command"]: o for o in out if (o["group"], o["scenario"], o["pipeline"])
                 == ("whole-set", scen, pipe)}
-        base, x = cell["SMEMBERS"], cell["XSET.MEMBERS"]
+        base, x, aa = cell["SMEMBERS"], cell["XSET.MEMBERS"], cell["SMEMBERS again"]
         cpu = [b / a for a, b in zip(x["cpu_us_runs"], base["cpu_us_runs"])]
         rows.append([scen, f"-c {clients} -P {pipe} -n {calls:,}",
                      f"{base['ops_median']:,.0f}", f"{x['ops_median']:,.0f}",
                      f"{x['ratio_median']:.2f}", f"{base['cpu_us_median']:,.1f}",
-                     f"{x['cpu_us_median']:,.1f}", f"{median(cpu):.2f}"])
+                     f"{x['cpu_us_median']:,.1f}", f"{median(cpu):.2f}",
+                     f"{aa['ratio_median']:.2f}"])
     table("Whole-set reads: XSET.MEMBERS (no window) against SMEMBERS of the same members",
           ["members", "load", "SMEMBERS ops/s", "XSET.MEMBERS ops/s", "ops ratio",
-           "SMEMBERS CPU us", "XSET CPU us", "CPU ratio"], rows, notes=[
+           "SMEMBERS CPU us", "XSET CPU us", "CPU ratio", "A/A ratio"], rows, notes=[
               "ops ratio: median of per-run XSET.MEMBERS / SMEMBERS ops/s; CPU ratio: median "
               "of per-run SMEMBERS / XSET.MEMBERS server CPU per call (higher is better for "
-              "xset, as ops).",
+              "xset, as ops); A/A: SMEMBERS measured again, over SMEMBERS.",
               "The issue's target: >= 0.90 at 1k and 1M members."])
+    rows = []
+    for scen, r, many in scenarios:
+        for group, pipe in (("add", 16), ("add", 1), ("membership", 16), ("membership", 1),
+                            ("whole-set", whole_set_load(r, many, args.quick)[2])):
+            a = [o for o in out if (o["group"], o["scenario"], o["pipeline"]) == (group, scen, pipe)
+                 and o["command"].endswith(" again")]
+            for o in a:
+                v = o["ratio_runs"]
+                rows.append([scen, f"-P {pipe}", o["command"], f"{min(v):.2f}",
+                             f"{median(v):.2f}", f"{max(v):.2f}"])
+    table("Resolution: each baseline measured twice in one run (A/A), ops/s ratio of the "
+          "second to the first", ["members", "pipe", "command", "min", "median", "max"], rows,
+          notes=["Per-run ratios of the same command measured in the same rotation as the "
+                 "peers: a difference between two commands smaller than this spread is not "
+                 "shown by the run."])
     rows = []
     for scen, _, _ in scenarios:
         for pipe in (16, 1):

@@ -15,8 +15,9 @@ import math
 import sys
 
 ADD_PEERS = ["SADD", "XSET.ADD", "floor", "ZADD", "ZADD moved", "SET PX/member",
-             "push (EVALSHA)"]
-READ_PEERS = ["SISMEMBER", "XSET.HAS", "floor read", "ZSCORE", "EXISTS/member"]
+             "push (EVALSHA)", "SADD again"]
+READ_PEERS = ["SISMEMBER", "XSET.HAS", "floor read", "ZSCORE", "EXISTS/member",
+              "SISMEMBER again"]
 INSTRUCTION_PEERS = ["SADD", "XSET.ADD", "floor", "ZADD", "SISMEMBER", "XSET.HAS",
                      "floor read"]
 CHURN_CASES = ["70%", "99%"]
@@ -55,6 +56,12 @@ def check_throughput(rows):
                                f"{where}: ops/s and ratio measured")
                         if pipe == 16:
                             expect(positive(r["cpu_us_median"]), f"{where}: server CPU measured")
+        for peer in ("SMEMBERS", "XSET.MEMBERS", "SMEMBERS again"):
+            got = [r for r in rows if (r["scenario"], r["group"], r["command"])
+                   == (scen, "whole-set", peer)]
+            expect(len(got) == 1 and positive(got[0]["ops_median"])
+                   and positive(got[0]["ratio_median"]) and positive(got[0]["cpu_us_median"]),
+                   f"throughput {scen} whole-set {peer}: measured once")
 
 
 def check_big(big):

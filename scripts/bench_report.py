@@ -155,16 +155,31 @@ class Report:
         table = []
         for s in dict.fromkeys(r["scenario"] for r in whole):
             base, ours = cell.get((s, "SMEMBERS")), cell.get((s, "XSET.MEMBERS"))
+            aa = cell.get((s, "SMEMBERS again"))
             if base and ours:
                 table.append([s, fmt(ours["ratio_median"]),
                               fmt(base["cpu_us_median"] / ours["cpu_us_median"])
-                              if ours.get("cpu_us_median") else ""])
+                              if ours.get("cpu_us_median") else "",
+                              fmt(aa["ratio_median"]) if aa else ""])
         if table:
             self.add("### Whole-set reads: `XSET.MEMBERS` (no window) against `SMEMBERS`", "",
                      "Ops/s ratio (median of per-run ratios) and server CPU per call, `SMEMBERS`'s",
                      "over `XSET.MEMBERS`'s (higher is better for xset in both). A 1M-member reply",
-                     "is read by one client one call at a time; the others by 50 clients at `-P 16`.", "",
-                     md_table(["workload", "ops/s ratio", "CPU ratio"], table), "")
+                     "is read by one client one call at a time; the others by 50 clients at `-P 16`.",
+                     "A/A: `SMEMBERS` measured again in the same run, over `SMEMBERS`.", "",
+                     md_table(["workload", "ops/s ratio", "CPU ratio", "A/A ratio"], table), "")
+        again = [r for r in rows if r["command"].endswith(" again")]
+        if again:
+            self.add("### Resolution: each baseline measured twice in one run", "",
+                     "Each group ends with its baseline measured once more, in the same rotation as",
+                     "the peers (`SADD again`, `SISMEMBER again`, `SMEMBERS again`). Its per-run",
+                     "ratio to the baseline is what two measurements of one command differ by on",
+                     "this machine: a difference between two commands smaller than this spread is",
+                     "not shown by the run.", "",
+                     md_table(["workload", "pipeline", "command", "min", "median", "max"],
+                              [[r["scenario"], f"-P {r['pipeline']}", f"`{r['command']}`",
+                                fmt(min(r["ratio_runs"])), fmt(r["ratio_median"]),
+                                fmt(max(r["ratio_runs"]))] for r in again]), "")
 
     def big(self):
         b = self.d.get("big")
