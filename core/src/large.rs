@@ -236,8 +236,12 @@ impl Store for Large {
         self.len
     }
 
-    fn find_or_place(&self, member: &[u8], _deadline_ms: u64) -> Result<(u32, u64), u64> {
+    fn find_or_place(&self, member: &[u8], deadline_ms: u64) -> Result<(u32, u64), u64> {
+        // In a large set, the leaf headers of the deadline the member goes
+        // to (refreshed or new) are fetched while it is looked up. A plain
+        // lookup (`Store::find`) passes `u64::MAX`: no leaf.
         let hash = self.hasher.hash(member);
+        self.by_deadline.prefetch_for(deadline_ms);
         let slots = &self.slots;
         let found = self.table.find(hash, |s| {
             slots.get(s as usize).is_some_and(|e| e.member() == member)

@@ -3,6 +3,7 @@
 //! merges that keep leaves and chunks within their bounds.
 
 use super::leaf::*;
+use super::search::{interpolate, packed};
 use super::*;
 
 impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
@@ -14,6 +15,53 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Whether the leaves are likely out of cache ([`COLD_ABOVE`]).
     pub(super) fn cold(&self) -> bool {
         self.len > COLD_ABOVE
+    }
+
+    /// Starts fetching, in a large index, the leaf headers that locating
+    /// deadline `deadline_ms` will read (that of [`Chunk::locate`]'s
+    /// guess and the next, which its search reads when, as usual, the
+    /// guess is not past the answer), so that a refresh's insert does not
+    /// wait for them: the owner calls this before it looks the member up.
+    /// The chunk found is kept for that refresh's search (`guessed`).
+    /// Not for the last chunk, which the usual refresh keeps in cache, nor
+    /// for `u64::MAX` (no deadline, also what a plain lookup passes).
+    pub fn prefetch_for(&self, deadline_ms: u64) {
+        // A plain lookup (`u64::MAX`) and a small index return at once; the
+        // last chunk's first pair is read on every insert, in cache.
+        if deadline_ms == u64::MAX
+            || !self.cold()
+            || self.chunks.back().is_none_or(|c| deadline_ms >= c.first.0)
+        {
+            return;
+        }
+        let key = (deadline_ms, 0);
+        let c = self.chunk_of(key);
+        let (Some(chunk), Some(next)) = (self.chunks.get(c), self.chunks.get(c + 1)) else {
+            return;
+        };
+        let (t, first, end) = (packed(key) + 1, packed(chunk.first), packed(next.first));
+        let n = chunk.leaves.len();
+        if t <= first || n < 2 {
+            return;
+        }
+        self.guessed.set(Some((deadline_ms, c)));
+        let guess = interpolate(t - first, end - first, n).clamp(1, n - 1);
+        for leaf in chunk.leaves.range(guess..(guess + 2).min(n)) {
+            // The first pair, which the search reads, and a count, which
+            // the insert reads.
+            touch(&leaf.first_deadline);
+            touch(&leaf.stale);
+        }
+    }
+
+    /// Starts fetching the records of leaf `l` of chunk `c`, which the
+    /// caller will read soon, while it goes on with something else.
+    pub(super) fn prefetch_records(&self, (c, l): LeafAt) {
+        let leaf = &self.chunks[c].leaves[l];
+        let recs = &leaf.recs[leaf.start()..leaf.start() + leaf.len()];
+        for rec in recs.iter().step_by(8).chain(recs.last()) {
+            touch(rec);
+        }
     }
 
     /// The chunk that would hold `key`: the last one whose first pair is
@@ -33,11 +81,31 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         below.saturating_sub(1)
     }
 
+    /// Whether chunk `c` is the one [`Self::chunk_of`] answers for `key`,
+    /// from its first pair and the next chunk's.
+    pub(super) fn chunk_holds(&self, c: usize, key: Key) -> bool {
+        let Some(chunk) = self.chunks.get(c) else {
+            return false;
+        };
+        (c == 0 || chunk.first <= key) && self.chunks.get(c + 1).is_none_or(|next| key < next.first)
+    }
+
     /// Chunk and leaf that would hold `key`: the last leaf whose first pair
     /// is not above it (the first leaf if none); the index must not be
     /// empty. Two searches over contiguous headers.
     pub(super) fn locate(&self, key: Key) -> (usize, usize) {
         self.locate_in(self.chunk_of(key), key)
+    }
+
+    /// [`Self::locate`] for the new pair of a refresh: from the chunk
+    /// [`Self::prefetch_for`] found for its deadline, if that holds it.
+    pub(super) fn locate_guessed(&self, key: Key) -> (usize, usize) {
+        let c = match self.guessed.take() {
+            Some((d, c)) if d == key.0 && self.chunk_holds(c, key) => c,
+            _ => self.chunk_of(key),
+        };
+        debug_assert_eq!(c, self.chunk_of(key), "the chunk that holds the pair");
+        self.locate_in(c, key)
     }
 
     /// The leaf of chunk `c` that would hold `key`.
@@ -370,6 +438,15 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         let was_first = self.first() == Some(old);
         let last = &self.chunks[self.chunks.len() - 1];
         let to_end = new.0 >= last.leaves[last.leaves.len() - 1].first().0;
+        // The new pair's leaf headers are usually in cache (an add fetched
+        // them, see `prefetch_for`), the old pair's not: in a large index
+        // the new leaf's records are fetched while the old pair's leaf is
+        // located, and the insert below starts from this leaf if removing
+        // the old pair left it where `new` belongs.
+        let new_at = (self.cold() && !to_end).then(|| self.locate_guessed(new));
+        if let Some(at) = new_at {
+            self.prefetch_records(at);
+        }
         let (c, l) = self.locate(old);
         let leaf = &self.chunks[c].leaves[l];
         if self.belongs_in((c, l), new) && leaf.len() > 1 && leaf.stale == 0 && leaf.fits(new.0) {
@@ -411,7 +488,10 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             let removed = self.remove_in(c, l, old, &not_new);
             debug_assert!(removed, "replaced pair present");
         }
-        self.insert_pair(new, live);
+        match new_at {
+            Some(at) if self.belongs_in(at, new) => self.insert_in(at.0, at.1, new, live),
+            _ => self.insert_pair(new, live),
+        }
         if was_first {
             self.settle_front(live);
         }

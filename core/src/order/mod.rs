@@ -16,8 +16,10 @@
 //! are spread evenly over time; it runs between the chunk's first pair and
 //! the next chunk's, which the first search read, so that it reads only
 //! the leaf headers around its guess: in a large index each of those is a
-//! cache miss). A
-//! leaf split or merge shifts at most one chunk's headers, not half of
+//! cache miss). In a large index, a refresh to a random deadline fetches
+//! the new pair's leaf headers while the owner looks its member up
+//! ([`DeadlineIndex::prefetch_for`]), and that leaf's records while it
+//! locates the old pair. A leaf split or merge shifts at most one chunk's headers, not half of
 //! all of them (at 10M members with random TTLs that
 //! was a 1.3 MB memmove per split, a tenth of an add's time and a latency
 //! spike that grows with the set); and dropping the first leaf or chunk
@@ -65,6 +67,7 @@
 //! leaf holds stale pairs; iteration skips the pairs `live` denies.
 
 use super::relocate::{self, Relocate};
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 mod chunk;
@@ -125,4 +128,17 @@ pub(super) struct DeadlineIndex<const CHUNK: usize = CHUNK_CAP> {
     /// The chunks' [`Chunk::heap_bytes`], summed as they change, so that
     /// [`DeadlineIndex::heap_bytes`] is O(1).
     chunk_heap: usize,
+    /// A deadline and the chunk [`DeadlineIndex::prefetch_for`] found for
+    /// it: the refresh that follows locates its new pair from there. It is
+    /// checked against the chunk headers before use, so one left behind
+    /// costs the usual search, never a wrong answer.
+    guessed: Cell<Option<(u64, usize)>>,
+}
+
+/// Reads `x` for its cache line alone: the load does not hold up the
+/// instructions after it, which go on while the line arrives (what a
+/// prefetch instruction does, without `unsafe`, which the core forbids).
+#[inline(always)]
+fn touch<T: Copy>(x: &T) {
+    std::hint::black_box(*x);
 }

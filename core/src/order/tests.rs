@@ -712,8 +712,9 @@ fn replacing_the_first_pair_keeps_the_front_live() {
 #[test]
 fn chunks_split_and_merge_under_random_churn() {
     // Random pairs into chunks of four leaves, then removals, pops and
-    // replacements until empty, against a model, past `COLD_ABOVE`
-    // pairs.
+    // replacements until empty, against a model. Past `COLD_ABOVE`
+    // pairs, so that refreshes also take the path that fetches the
+    // new pair's leaf first (`prefetch_for`, then `replace`).
     let mut index: DeadlineIndex<4> = DeadlineIndex::default();
     let mut model = BTreeSet::new();
     let mut x = 12345u64;
@@ -749,6 +750,7 @@ fn chunks_split_and_merge_under_random_churn() {
             _ => {
                 let new = (rand() % 1_000_000, k.1);
                 if !model.contains(&new) {
+                    index.prefetch_for(new.0);
                     model.remove(&k);
                     model.insert(new);
                     index.replace(k, new, &|k| model.contains(&k));
