@@ -271,28 +271,24 @@ def commands(many_keys, sha):
     measurements of one command differ by on this machine, the resolution
     every other ratio of the run is read with."""
     k = ":__rand_int__" if many_keys else ""
-    adds, reads = _peers(k, sha)
+    adds, reads = ([("SADD", f"SADD s{k} __rand_int__"),
+                    ("XSET.ADD", f"XSET.ADD x{k} __rand_int__ 3600"),
+                    ("floor", f"FLOOR.ADD f{k} __rand_int__ 3600"),
+                    ("ZADD", f"ZADD z{k} 1700000000000 __rand_int__"),
+                    ("ZADD moved", f"ZADD zm{k} __rand_int__ __rand_int__"),
+                    ("SET PX/member", f"SET m{k}:__rand_int__ 1 PX 3600000"),
+                    ("push (EVALSHA)", f"EVALSHA {sha} 1 zp{k} __rand_int__ 3600000")],
+                   [("SISMEMBER", f"SISMEMBER s{k} __rand_int__"),
+                    ("XSET.HAS", f"XSET.HAS x{k} __rand_int__"),
+                    ("floor read", f"FLOOR.HAS s{k} __rand_int__"),
+                    ("ZSCORE", f"ZSCORE z{k} __rand_int__"),
+                    ("EXISTS/member", f"EXISTS m{k}:__rand_int__")])
     return adds + [again(adds[0])], reads + [again(reads[0])]
 
 
 def again(peer):
     """`peer` measured a second time: `(name again, same command)`."""
     return (f"{peer[0]} again", peer[1])
-
-
-def _peers(k, sha):
-    return ([("SADD", f"SADD s{k} __rand_int__"),
-             ("XSET.ADD", f"XSET.ADD x{k} __rand_int__ 3600"),
-             ("floor", f"FLOOR.ADD f{k} __rand_int__ 3600"),
-             ("ZADD", f"ZADD z{k} 1700000000000 __rand_int__"),
-             ("ZADD moved", f"ZADD zm{k} __rand_int__ __rand_int__"),
-             ("SET PX/member", f"SET m{k}:__rand_int__ 1 PX 3600000"),
-             ("push (EVALSHA)", f"EVALSHA {sha} 1 zp{k} __rand_int__ 3600000")],
-            [("SISMEMBER", f"SISMEMBER s{k} __rand_int__"),
-             ("XSET.HAS", f"XSET.HAS x{k} __rand_int__"),
-             ("floor read", f"FLOOR.HAS s{k} __rand_int__"),
-             ("ZSCORE", f"ZSCORE z{k} __rand_int__"),
-             ("EXISTS/member", f"EXISTS m{k}:__rand_int__")])
 
 
 def whole_set_reads(many_keys):

@@ -19,8 +19,8 @@
 //! cache miss). In a large index, a refresh to a random deadline fetches
 //! the new pair's leaf headers while the owner looks its member up
 //! ([`DeadlineIndex::prefetch_for`]), and that leaf's records while it
-//! locates the old pair. A leaf split or merge shifts at most one chunk's headers, not half of
-//! all of them (at 10M members with random TTLs that
+//! locates the old pair. A leaf split or merge shifts at most one chunk's
+//! headers, not half of all of them (at 10M members with random TTLs that
 //! was a 1.3 MB memmove per split, a tenth of an add's time and a latency
 //! spike that grows with the set); and dropping the first leaf or chunk
 //! (what expiry does) is O(1). Within a leaf the pairs float in their array, so dropping
