@@ -1506,6 +1506,81 @@ def bench_big(args):
                 sadd_ops_ratio=got["SADD"][0], sadd_cpu_ratio=got["SADD"][1], used_memory=mem)
 
 
+# ---------------------------------------------------------------- hash-field expiry
+
+def hfe_peers():
+    """Refreshes of present members on one key, baseline first and again
+    last (see `commands`): xset, a hash whose fields expire (HSETEX, Redis
+    8.0+: the server's own per-member expiry) and the sorted-set recipe's
+    moved score."""
+    peers = [("SADD", "SADD s __rand_int__"),
+             ("XSET.ADD", "XSET.ADD x __rand_int__ 3600"),
+             ("HSETEX", "HSETEX h PX 3600000 FIELDS 1 __rand_int__ 1"),
+             ("ZADD moved", "ZADD zm __rand_int__ __rand_int__")]
+    return peers + [again(peers[0])]
+
+
+def bench_hfe(args):
+    """Refresh-add of one key's members on Redis 8.2, beside the server's own
+    hash-field expiry: each structure holds members 0..n-1 an hour on, and
+    each command gives a random present member a new deadline (SADD changes
+    nothing: the upper bound, as in the throughput section)."""
+    binary = redis82_binary()
+    if binary is None:
+        return None
+    n = 100_000 if args.quick else 1_000_000
+    reqs = {16: 100_000, 1: 20_000} if args.quick else {16: 1_000_000, 1: 100_000}
+    srv, results = Server(binary=binary, floor=False), {}
+    try:
+        version = srv.ctl.call("INFO", "server").decode()
+        version = re.search(r"redis_version:(\S+)", version).group(1)
+        cmds = []
+        for lo in range(0, n, 1000):
+            ms = [M(i) for i in range(lo, min(n, lo + 1000))]
+            cmds.append(enc("SADD", "s", *ms))
+            cmds.append(enc_pairs(["XSET.ADD", "x"], ms, 3600))
+            cmds.append(enc_pairs(["ZADD", "zm"], ms, 1700000000000, const_first=True))
+            cmds.append(enc("HSETEX", "h", "PX", 3_600_000, "FIELDS", len(ms),
+                            *[a for m in ms for a in (m, 1)]))
+        c = Conn(srv.port)
+        c.pipeline(batched(cmds, 2000))
+        c.close()
+        for key, card in (("s", "SCARD"), ("x", "XSET.CARD"), ("zm", "ZCARD"), ("h", "HLEN")):
+            got = srv.ctl.call(card, key)
+            if got != n:
+                raise RuntimeError(f"hfe: {key} holds {got} members after the fill, {n} expected")
+        peers = hfe_peers()
+        for run in range(args.runs):
+            for pipe in (16, 1):
+                shift = run % len(peers)
+                rps = {name: redis_benchmark(srv, cmd, n, reqs[pipe], pipe)
+                       for name, cmd in peers[shift:] + peers[:shift]}
+                for name, _ in peers:
+                    results.setdefault((pipe, name), []).append(
+                        (rps[name][0], rps[name][0] / rps[peers[0][0]][0], rps[name][1]))
+            log(f"run {run + 1}/{args.runs}: hash-field expiry peers measured")
+    finally:
+        srv.stop()
+    rows = [dict(pipeline=p, command=c, ops_median=median([v[0] for v in vals]),
+                 ratio_median=median([v[1] for v in vals]),
+                 cpu_us_median=median([v[2] for v in vals]), ratio_runs=[v[1] for v in vals],
+                 cpu_us_runs=[v[2] for v in vals])
+            for (p, c), vals in results.items()]
+    names = [name for name, _ in peers]
+    cells = {(r["pipeline"], r["command"]): r for r in rows}
+    base = cells[16, names[0]]["cpu_us_median"]
+    table(f"Refresh-add on Redis {version}, one key of {human(n)} members: ops/s ratio to SADD "
+          "(median of per-run ratios)", ["pipe"] + names,
+          [[f"-P {p}"] + [f"{cells[p, c]['ratio_median']:.2f}" for c in names] for p in (16, 1)]
+          + [["CPU (-P 16)"] + [f"{cells[16, c]['cpu_us_median'] / base:.2f}x" for c in names]],
+          notes=[f"redis-benchmark -c 50 -r {n:,}, -n {reqs[16]:,} with -P 16 and {reqs[1]:,} "
+                 f"with -P 1; {args.runs} run(s), order rotated per run; CPU: server CPU per op, "
+                 "multiple of SADD's.",
+                 "Every command moves a present member's deadline (SADD changes nothing): "
+                 "XSET.ADD to now+3600 s, HSETEX to now+3600000 ms, ZADD moved to a random score."])
+    return dict(server=version, members=n, rows=rows)
+
+
 # ---------------------------------------------------------------- main
 
 def machine():
@@ -1526,8 +1601,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="smaller sizes, 1 run (smoke test)")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--only", choices=["throughput", "big", "memory", "expiry", "churn", "rdb",
-                                      "load", "verbs", "instructions"])
+    p.add_argument("--only", choices=["throughput", "hfe", "big", "memory", "expiry", "churn",
+                                      "rdb", "load", "verbs", "instructions"])
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--expiry-lead", type=float, default=3.0,
                    help="seconds from the start of loading to the deadline (default 3)")
@@ -1548,9 +1623,10 @@ def main():
     report = dict(redis=version, xset_commit=commit, cpus=os.cpu_count(), runs=args.runs,
                   quick=args.quick, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   machine=machine())
-    sections = {"throughput": bench_throughput, "big": bench_big, "memory": bench_memory,
-                "expiry": bench_expiry, "churn": bench_churn, "rdb": bench_rdb, "load": bench_load,
-                "verbs": bench_verbs, "instructions": bench_instructions}
+    sections = {"throughput": bench_throughput, "hfe": bench_hfe, "big": bench_big,
+                "memory": bench_memory, "expiry": bench_expiry, "churn": bench_churn,
+                "rdb": bench_rdb, "load": bench_load, "verbs": bench_verbs,
+                "instructions": bench_instructions}
     try:
         for name, fn in sections.items():
             if args.only in (None, name):

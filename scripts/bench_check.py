@@ -18,6 +18,7 @@ ADD_PEERS = ["SADD", "XSET.ADD", "floor", "ZADD", "ZADD moved", "SET PX/member",
              "push (EVALSHA)", "SADD again"]
 READ_PEERS = ["SISMEMBER", "XSET.HAS", "floor read", "ZSCORE", "EXISTS/member",
               "SISMEMBER again"]
+HFE_PEERS = ["SADD", "XSET.ADD", "HSETEX", "ZADD moved", "SADD again"]
 INSTRUCTION_PEERS = ["SADD", "XSET.ADD", "floor", "ZADD", "SISMEMBER", "XSET.HAS",
                      "floor read"]
 CHURN_CASES = ["70%", "99%"]
@@ -62,6 +63,18 @@ def check_throughput(rows):
             expect(len(got) == 1 and positive(got[0]["ops_median"])
                    and positive(got[0]["ratio_median"]) and positive(got[0]["cpu_us_median"]),
                    f"throughput {scen} whole-set {peer}: measured once")
+
+
+def check_hfe(hfe):
+    if hfe is None:
+        expect(False, "hfe: not measured (the Redis 8.2 server could not be had)")
+        return
+    for pipe in (16, 1):
+        for peer in HFE_PEERS:
+            got = [r for r in hfe["rows"] if (r["pipeline"], r["command"]) == (pipe, peer)]
+            expect(len(got) == 1 and positive(got[0]["ops_median"])
+                   and positive(got[0]["ratio_median"]) and positive(got[0]["cpu_us_median"]),
+                   f"hfe -P {pipe} {peer}: measured once")
 
 
 def check_big(big):
@@ -170,9 +183,10 @@ def check_instructions(counts):
 def main():
     with open(sys.argv[1]) as f:
         report = json.load(f)
-    checks = {"throughput": check_throughput, "big": check_big, "memory": check_memory,
-              "expiry": check_expiry, "churn": check_churn, "rdb": check_rdb, "load": check_load,
-              "verbs": check_verbs, "instructions": check_instructions}
+    checks = {"throughput": check_throughput, "hfe": check_hfe, "big": check_big,
+              "memory": check_memory, "expiry": check_expiry, "churn": check_churn,
+              "rdb": check_rdb, "load": check_load, "verbs": check_verbs,
+              "instructions": check_instructions}
     for name, check in checks.items():
         if name not in report:
             problems.append(f"{name}: section missing")

@@ -181,6 +181,27 @@ class Report:
                                 fmt(min(r["ratio_runs"])), fmt(r["ratio_median"]),
                                 fmt(max(r["ratio_runs"]))] for r in again]), "")
 
+    def hfe(self):
+        h = self.d.get("hfe")
+        if not h:
+            return
+        cell = {(r["pipeline"], r["command"]): r for r in h["rows"]}
+        cmds = list(dict.fromkeys(r["command"] for r in h["rows"]))
+        base = cell.get((16, cmds[0]), {}).get("cpu_us_median")
+        rows = [[f"-P {p}"] + [fmt(cell[p, c]["ratio_median"]) if (p, c) in cell else ""
+                               for c in cmds] for p in (16, 1)]
+        if base:
+            rows.append(["server CPU, -P 16"] + [
+                fmt(cell[16, c]["cpu_us_median"] / base) + "x" if (16, c) in cell else ""
+                for c in cmds])
+        self.add(f"## Refresh-add beside hash-field expiry (Redis {h['server']})", "",
+                 f"One key of {h['members']:,} members in each structure, an hour on; each command",
+                 "gives a random present member a new deadline: `XSET.ADD`, `HSETEX` (the",
+                 "server's own per-field TTL, Redis 8.0 and later) and `ZADD` with a random",
+                 "score. `SADD` of a present member changes nothing: the upper bound. Ops/s ratio",
+                 "to `SADD` (median of per-run ratios), server CPU as a multiple of `SADD`'s.", "",
+                 md_table(["pipeline"] + [f"`{c}`" for c in cmds], rows), "")
+
     def big(self):
         b = self.d.get("big")
         if not b:
@@ -342,7 +363,7 @@ class Report:
 
     def render(self):
         self.header()
-        for section in (self.throughput, self.big, self.memory, self.expiry, self.churn,
+        for section in (self.throughput, self.hfe, self.big, self.memory, self.expiry, self.churn,
                         self.rdb, self.load, self.verbs, self.instructions):
             section()
         return "\n".join(self.parts).rstrip() + "\n"
