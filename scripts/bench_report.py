@@ -105,14 +105,15 @@ class Report:
                  *(["**This run is a quick smoke run** (`--quick`: small sizes, one run), made to",
                     "check the page; its figures are not those of the full benchmark.", ""]
                    if d.get("quick") else []),
-                 "Regenerate (about 15 minutes on 2 cores): `scripts/bench --report`. A single",
+                 "Regenerate (about 25 minutes on 2 cores): `scripts/bench --report`. A single",
                  "section: `scripts/bench --only memory --json m.json`, then",
                  "`scripts/bench --report-only m.json` (the page then shows that section only).",
                  "The peers: `SADD`/`SISMEMBER` (a plain set, the upper bound), `ZADD`/`ZSCORE` (the",
                  "sorted-set recipe), `SET ... PX` per member (a key per member), the seeds' push",
-                 "recipe (`ZREMRANGEBYSCORE` + `ZADD` in one `EVALSHA`), and the module floor",
-                 "(`scripts/floor/floor.c`: a module command that parses, opens the key and",
-                 "propagates, nothing else: the least any module write costs).", "")
+                 "recipe (`ZREMRANGEBYSCORE` + `ZADD` in one `EVALSHA`), Redis 8's own per-field",
+                 "TTL (`HSETEX`, on Redis 8.2), and the module floor (`scripts/floor/floor.c`: a",
+                 "module command that parses, opens the key and propagates, nothing else: the",
+                 "least any module write costs).", "")
 
     def throughput(self):
         rows = self.d.get("throughput")
