@@ -376,6 +376,23 @@ def redis_benchmark(srv, cmd, r, n, pipe, clients=50):
     return float(rows[-1]["rps"]), (server_cpu_seconds(srv) - cpu0) * 1e6 / n
 
 
+def measure_rotated(srv, cmds, run, r, n, pipe, clients=50):
+    """Each of `cmds` (baseline first) once, the order rotated by the run:
+    {name: (ops/s, ratio to the baseline's ops/s, server CPU us per op)}."""
+    shift = run % len(cmds)
+    rps = {name: redis_benchmark(srv, c, r, n, pipe, clients)
+           for name, c in cmds[shift:] + cmds[:shift]}
+    return {name: (ops, ops / rps[cmds[0][0]][0], cpu) for name, (ops, cpu) in rps.items()}
+
+
+def summary(vals):
+    """Medians, and the per-run ratios and CPU, of `measure_rotated`'s
+    tuples for one command over the runs."""
+    return dict(ops_median=median([v[0] for v in vals]), ratio_median=median([v[1] for v in vals]),
+                cpu_us_median=median([v[2] for v in vals]), ops_runs=[v[0] for v in vals],
+                ratio_runs=[v[1] for v in vals], cpu_us_runs=[v[2] for v in vals])
+
+
 def bench_throughput(args):
     n = {16: 100_000, 1: 20_000} if args.quick else {16: 1_000_000, 1: 100_000}
     big, keys = (200_000, 20_000) if args.quick else (1_000_000, 100_000)
@@ -391,27 +408,16 @@ def bench_throughput(args):
                 log(f"run {run + 1}/{args.runs}: {scen} preloaded in {time.time() - t0:.1f} s")
                 for pipe in (16, 1):
                     for group, cmds in zip(("add", "membership"), commands(many, sha)):
-                        shift = run % len(cmds)          # rotate who goes first
-                        rps = {name: redis_benchmark(srv, c, r, n[pipe], pipe)
-                               for name, c in cmds[shift:] + cmds[:shift]}
-                        for name, _ in cmds:
-                            results.setdefault((group, scen, pipe, name), []).append(
-                                (rps[name][0], rps[name][0] / rps[cmds[0][0]][0], rps[name][1]))
+                        got = measure_rotated(srv, cmds, run, r, n[pipe], pipe)
+                        for name, v in got.items():
+                            results.setdefault((group, scen, pipe, name), []).append(v)
                 calls, clients, pipe = whole_set_load(r, many, args.quick)
-                cmds = whole_set_reads(many)
-                shift = run % len(cmds)
-                rps = {name: redis_benchmark(srv, c, r, calls, pipe, clients)
-                       for name, c in cmds[shift:] + cmds[:shift]}
-                for name, _ in cmds:
-                    results.setdefault(("whole-set", scen, pipe, name), []).append(
-                        (rps[name][0], rps[name][0] / rps[cmds[0][0]][0], rps[name][1]))
+                got = measure_rotated(srv, whole_set_reads(many), run, r, calls, pipe, clients)
+                for name, v in got.items():
+                    results.setdefault(("whole-set", scen, pipe, name), []).append(v)
     finally:
         srv.stop()
-    out = [dict(group=g, scenario=s, pipeline=p, command=c,
-                ops_median=median([v[0] for v in vals]), ratio_median=median([v[1] for v in vals]),
-                cpu_us_median=median([v[2] for v in vals]),
-                ops_runs=[v[0] for v in vals], ratio_runs=[v[1] for v in vals],
-                cpu_us_runs=[v[2] for v in vals])
+    out = [dict(group=g, scenario=s, pipeline=p, command=c, **summary(vals))
            for (g, s, p, c), vals in results.items()]
     for group, cmds in zip(("add", "membership"), commands(False, "")):
         names = [c for c, _ in cmds]
@@ -1508,18 +1514,6 @@ def bench_big(args):
 
 # ---------------------------------------------------------------- hash-field expiry
 
-def hfe_peers():
-    """Refreshes of present members on one key, baseline first and again
-    last (see `commands`): xset, a hash whose fields expire (HSETEX, Redis
-    8.0+: the server's own per-member expiry) and the sorted-set recipe's
-    moved score."""
-    peers = [("SADD", "SADD s __rand_int__"),
-             ("XSET.ADD", "XSET.ADD x __rand_int__ 3600"),
-             ("HSETEX", "HSETEX h PX 3600000 FIELDS 1 __rand_int__ 1"),
-             ("ZADD moved", "ZADD zm __rand_int__ __rand_int__")]
-    return peers + [again(peers[0])]
-
-
 def bench_hfe(args):
     """Refresh-add of one key's members on Redis 8.2, beside the server's own
     hash-field expiry: each structure holds members 0..n-1 an hour on, and
@@ -1549,23 +1543,20 @@ def bench_hfe(args):
             got = srv.ctl.call(card, key)
             if got != n:
                 raise RuntimeError(f"hfe: {key} holds {got} members after the fill, {n} expected")
-        peers = hfe_peers()
+        # The throughput section's refreshes of one key, with HSETEX beside.
+        adds = dict(commands(False, "")[0])
+        peers = [(name, adds[name]) for name in ("SADD", "XSET.ADD")]
+        peers += [("HSETEX", "HSETEX h PX 3600000 FIELDS 1 __rand_int__ 1"),
+                  ("ZADD moved", adds["ZADD moved"])]
+        peers.append(again(peers[0]))
         for run in range(args.runs):
             for pipe in (16, 1):
-                shift = run % len(peers)
-                rps = {name: redis_benchmark(srv, cmd, n, reqs[pipe], pipe)
-                       for name, cmd in peers[shift:] + peers[:shift]}
-                for name, _ in peers:
-                    results.setdefault((pipe, name), []).append(
-                        (rps[name][0], rps[name][0] / rps[peers[0][0]][0], rps[name][1]))
+                for name, v in measure_rotated(srv, peers, run, n, reqs[pipe], pipe).items():
+                    results.setdefault((pipe, name), []).append(v)
             log(f"run {run + 1}/{args.runs}: hash-field expiry peers measured")
     finally:
         srv.stop()
-    rows = [dict(pipeline=p, command=c, ops_median=median([v[0] for v in vals]),
-                 ratio_median=median([v[1] for v in vals]),
-                 cpu_us_median=median([v[2] for v in vals]), ratio_runs=[v[1] for v in vals],
-                 cpu_us_runs=[v[2] for v in vals])
-            for (p, c), vals in results.items()]
+    rows = [dict(pipeline=p, command=c, **summary(vals)) for (p, c), vals in results.items()]
     names = [name for name, _ in peers]
     cells = {(r["pipeline"], r["command"]): r for r in rows}
     base = cells[16, names[0]]["cpu_us_median"]
