@@ -25,6 +25,7 @@ use crate::datatype::{XSET_TYPE, rebuild_commands};
 use crate::errors;
 use crate::faults::{self, Fault};
 use crate::ffi::key::{CmdArg, Key, KeyName};
+use crate::ffi::propagate;
 use crate::ffi::server::{self, ContextFlags};
 use crate::ffi::stream::{Appender, StreamRefusal};
 use crate::stats;
@@ -151,7 +152,7 @@ fn propagate_add(ctx: &Context, key: &impl KeyName, pairs: &[(&CmdArg, u64)]) {
     match pairs {
         [] => {}
         [(member, deadline_ms)] => {
-            if !server::replicate_one_member_add(ctx, key, *member, *deadline_ms) {
+            if !propagate::replicate_one_member_add(ctx, key, *member, *deadline_ms) {
                 propagate_add_generic(ctx, key, pairs);
             }
         }

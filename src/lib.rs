@@ -112,7 +112,7 @@ impl ffi::load::Module for Xset {
         // Subscriptions come last: nothing after them may refuse the load.
         ffi::defrag::register_global(ctx, datatype::defrag_globals);
         register_commands(ctx)?;
-        ffi::server::create_add_words()?;
+        ffi::propagate::create_add_words()?;
         ffi::server::subscribe::<hooks::Server>(ctx)?;
         expiry::start(ctx);
         Ok(())

@@ -29,6 +29,7 @@ pub mod command;
 pub mod defrag;
 pub mod key;
 pub mod load;
+pub mod propagate;
 pub mod reply;
 pub mod server;
 pub mod stream;
@@ -86,6 +87,10 @@ pub fn missing_apis() -> Vec<&'static str> {
         RedisModule_CreateStringFromLongLong,
         RedisModule_FreeString,
         RedisModule_Replicate,
+        RedisModule_ReplicateVerbatim,
+        RedisModule_GetServerInfo,
+        RedisModule_ServerInfoGetFieldUnsigned,
+        RedisModule_FreeServerInfo,
         RedisModule_NotifyKeyspaceEvent,
         RedisModule_PublishMessage,
         RedisModule_CreateTimer,

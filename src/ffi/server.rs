@@ -1,14 +1,13 @@
 //! Calls out to the server that are about neither commands nor the data
 //! type: the clock and context flags, database selection, Pub/Sub and
-//! keyspace events, propagation's fast path for a one-member add, module
-//! options, and the subscriptions through which the server calls back in
+//! keyspace events, module options, and the subscriptions through which the server calls back in
 //! ([`ServerHooks`]).
 
 use super::key::KeyName;
 use redis_module::{Context, RedisString, raw};
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// The server's wall clock in Unix milliseconds (not cached: the time of
 /// the call).
@@ -67,6 +66,22 @@ impl ContextFlags {
     /// loads): not from a client of this server.
     pub fn sent_by_primary_or_aof(self) -> bool {
         self.0 & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0
+    }
+
+    /// The flags alone say a propagation may be received, or that the
+    /// server decides by more than its replicas and backlog: an AOF is on
+    /// (or being started), this is a replica (which feeds its own AOF and
+    /// passes its primary's stream on), it loads, or it is a cluster node
+    /// (slot migrations may stream writes to another node).
+    pub fn may_propagate_anyway(self) -> bool {
+        self.0
+            & (raw::REDISMODULE_CTX_FLAGS_AOF
+                | raw::REDISMODULE_CTX_FLAGS_SLAVE
+                | raw::REDISMODULE_CTX_FLAGS_REPLICATED
+                | raw::REDISMODULE_CTX_FLAGS_CLUSTER
+                | raw::REDISMODULE_CTX_FLAGS_LOADING
+                | raw::REDISMODULE_CTX_FLAGS_ASYNC_LOADING)
+            != 0
     }
 
     /// A replica, or a server loading its data (RDB, AOF): it applies what
@@ -311,10 +326,22 @@ extern "C" fn on_command<H: ServerHooks>(fctx: *mut raw::RedisModuleCommandFilte
     // last) outlive the call.
     let (name, sub) = unsafe { (get(fctx, 0), get(fctx, 1)) };
     let (name, sub) = (super::string_bytes(name), super::string_bytes(sub));
+    if name.eq_ignore_ascii_case(b"psync") || name.eq_ignore_ascii_case(b"sync") {
+        super::propagate::listener_seen();
+    }
     SAVING_FOR_A_REPLY.store(serializes_into_reply(name, sub), Ordering::Relaxed);
     if !name.is_empty() {
         caught("the command filter", || H::command_arrives(name));
     }
+}
+
+extern "C" fn on_role_change(
+    _ctx: *mut raw::RedisModuleCtx,
+    _eid: raw::RedisModuleEvent,
+    _subevent: u64,
+    _data: *mut c_void,
+) {
+    super::propagate::listener_seen();
 }
 
 extern "C" fn on_keyspace_event<H: ServerHooks>(
@@ -350,8 +377,12 @@ pub fn subscribe<H: ServerHooks>(ctx: &Context) -> Result<(), String> {
         return Err("the server has no server events or command filters".into());
     };
     SERVER_PID.store(std::process::id(), Ordering::Relaxed);
-    let events: [(u64, raw::RedisModuleEventCallback); 4] = [
+    let events: [(u64, raw::RedisModuleEventCallback); 5] = [
         (raw::REDISMODULE_EVENT_EVENTLOOP, Some(on_event_loop::<H>)),
+        (
+            raw::REDISMODULE_EVENT_REPLICATION_ROLE_CHANGED,
+            Some(on_role_change),
+        ),
         (raw::REDISMODULE_EVENT_FLUSHDB, Some(on_flush::<H>)),
         (raw::REDISMODULE_EVENT_SWAPDB, Some(on_swap::<H>)),
         (raw::REDISMODULE_EVENT_PERSISTENCE, Some(on_persistence)),
@@ -450,130 +481,4 @@ pub fn for_each_set_member<F: FnMut(&[u8])>(ctx: &Context, key: &impl KeyName, m
         }
         close(handle);
     }
-}
-
-/// `PXAT`, `MEMBERS` and `1`, created once at load: a one-member add is the
-/// hottest write, and passing these as retained strings saves the server an
-/// allocation and a free per word on every propagation.
-static ADD_WORDS: [AtomicPtr<raw::RedisModuleString>; 3] = [
-    AtomicPtr::new(std::ptr::null_mut()),
-    AtomicPtr::new(std::ptr::null_mut()),
-    AtomicPtr::new(std::ptr::null_mut()),
-];
-
-/// Creates the words [`replicate_one_member_add`] uses; they live as long
-/// as the module.
-pub fn create_add_words() -> Result<(), String> {
-    let Some(create) = api!(RedisModule_CreateString) else {
-        return Err("RedisModule_CreateString is missing".into());
-    };
-    for (slot, word) in ADD_WORDS.iter().zip([&b"PXAT"[..], b"MEMBERS", b"1"]) {
-        // SAFETY: a NULL context creates a string that is never freed
-        // automatically, which is what a module-lifetime word wants.
-        let s = unsafe {
-            create(
-                std::ptr::null_mut(),
-                word.as_ptr().cast::<c_char>(),
-                word.len(),
-            )
-        };
-        if s.is_null() {
-            return Err("could not create the propagation words".into());
-        }
-        slot.store(s, Ordering::Relaxed);
-    }
-    Ok(())
-}
-
-/// The deadline of the last one-member add propagated, and that deadline
-/// as a string the module holds (null before the first): adds with one TTL
-/// share their deadline for a whole millisecond, hundreds of them under
-/// load, and each passes the same string where the server would otherwise
-/// format the number into a new one and free it after propagating.
-static LAST_DEADLINE_MS: AtomicU64 = AtomicU64::new(0);
-static LAST_DEADLINE: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
-
-/// `deadline_ms` as a string the module holds: the last one if it has
-/// that value, else a new one that replaces it (the server keeps its own
-/// reference to the old one for as long as a propagation still needs it).
-/// Null if the server could not create one. Commands run one at a time,
-/// so the two statics change together.
-fn deadline_word(deadline_ms: u64) -> *mut raw::RedisModuleString {
-    let last = LAST_DEADLINE.load(Ordering::Relaxed);
-    if !last.is_null() && LAST_DEADLINE_MS.load(Ordering::Relaxed) == deadline_ms {
-        return last;
-    }
-    let (Some(create), Some(free)) = (
-        api!(RedisModule_CreateStringFromLongLong),
-        api!(RedisModule_FreeString),
-    ) else {
-        return std::ptr::null_mut();
-    };
-    // SAFETY: a NULL context creates a string that is never freed
-    // automatically; the module frees it when the next deadline replaces it.
-    let word = unsafe { create(std::ptr::null_mut(), deadline_ms as std::ffi::c_longlong) };
-    if word.is_null() {
-        return word;
-    }
-    if !last.is_null() {
-        // SAFETY: `last` was created above by an earlier call, with a NULL
-        // context, and this drops the module's only reference to it.
-        unsafe { free(std::ptr::null_mut(), last) };
-    }
-    LAST_DEADLINE.store(word, Ordering::Relaxed);
-    LAST_DEADLINE_MS.store(deadline_ms, Ordering::Relaxed);
-    word
-}
-
-/// Propagates `XSET.ADDEX key PXAT MEMBERS 1 member deadline` (the
-/// one-member add, the common case) with a fixed format: no argument vector
-/// to build, and no string but the command name's made for it when the
-/// deadline is the last one's ([`deadline_word`]). False (nothing
-/// propagated) if the words were not created, which a loaded module rules
-/// out.
-pub fn replicate_one_member_add(
-    ctx: &Context,
-    key: &impl KeyName,
-    member: &impl KeyName,
-    deadline_ms: u64,
-) -> bool {
-    let words = [0, 1, 2].map(|i| ADD_WORDS[i].load(Ordering::Relaxed));
-    let (Some(f), [pxat, members, one]) = (api!(RedisModule_Replicate), words) else {
-        return false;
-    };
-    if pxat.is_null() || members.is_null() || one.is_null() {
-        return false;
-    }
-    let deadline = deadline_word(deadline_ms);
-    // SAFETY: the format matches the arguments: `s` live RedisModuleStrings
-    // (the words live as long as the module, the deadline's at least until
-    // the next call), `l` a long long.
-    unsafe {
-        if deadline.is_null() {
-            f(
-                ctx.get_raw(),
-                c"XSET.ADDEX".as_ptr(),
-                c"sssssl".as_ptr(),
-                key.raw(),
-                pxat,
-                members,
-                one,
-                member.raw(),
-                deadline_ms as std::ffi::c_longlong,
-            )
-        } else {
-            f(
-                ctx.get_raw(),
-                c"XSET.ADDEX".as_ptr(),
-                c"ssssss".as_ptr(),
-                key.raw(),
-                pxat,
-                members,
-                one,
-                member.raw(),
-                deadline,
-            )
-        }
-    };
-    true
 }

@@ -566,6 +566,27 @@ impl ReplStream {
         ReplStream { r }
     }
 
+    /// A fake replica that resumes replication stream `replid` at byte
+    /// `offset` (a partial resync): it reads what the primary's backlog
+    /// holds from there on.
+    pub fn resume(port: u16, replid: &str, offset: i64) -> ReplStream {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut r = BufReader::new(s);
+        let offset = offset.to_string();
+        let psync = format!(
+            "*3\r\n$5\r\nPSYNC\r\n${}\r\n{replid}\r\n${}\r\n{offset}\r\n",
+            replid.len(),
+            offset.len()
+        );
+        r.get_mut().write_all(psync.as_bytes()).expect("psync");
+        let mut line = String::new();
+        r.read_line(&mut line).expect("reply");
+        assert!(line.starts_with("+CONTINUE"), "a partial resync: {line}");
+        ReplStream { r }
+    }
+
     fn read_bulk(&mut self) -> Vec<u8> {
         let mut line = String::new();
         self.r.read_line(&mut line).expect("bulk header");

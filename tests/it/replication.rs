@@ -3,6 +3,7 @@
 //! after churn and expiry.
 
 use crate::harness::*;
+use std::time::Duration;
 
 #[test]
 fn writes_propagate_in_absolute_form_and_no_ops_not_at_all() {
@@ -125,6 +126,137 @@ fn one_member_adds_each_propagate_their_own_deadline() {
     }
     assert_eq!(r.next()[0].to_ascii_uppercase(), "EXEC");
     marker(&mut c, &mut r, 1);
+}
+
+/// The words of a one-member add of `member` to `k` propagated with its
+/// absolute deadline, which lies `ttl_ms` after a time in `from..=to`.
+fn assert_absolute_add(add: &[String], member: &str, ttl_ms: u64, from: u64, to: u64) {
+    assert_eq!(
+        &add[..6],
+        &["XSET.ADDEX", "k", "PXAT", "MEMBERS", "1", member].map(String::from),
+        "propagated in absolute form"
+    );
+    let at: u64 = add[6].parse().expect("absolute deadline");
+    assert!(
+        (from + ttl_ms..=to + ttl_ms).contains(&at),
+        "{at} vs {from}..{to}"
+    );
+}
+
+/// With no replica, backlog or AOF, a one-member add propagates nothing
+/// but still counts as a change for the save points; a replica that syncs
+/// later gets the adds after it asked in absolute form.
+#[test]
+fn adds_nothing_listens_to_count_as_changes_and_a_later_replica_gets_absolute_ones() {
+    let s = replication_primary();
+    let mut c = s.conn();
+    let changes = info_i64(&mut c, "persistence", "rdb_changes_since_last_save");
+    for m in ["a", "b", "c"] {
+        q::<i64>(&mut c, c!["XSET.ADD", "k", m, "100"]);
+    }
+    assert_eq!(
+        info_i64(&mut c, "persistence", "rdb_changes_since_last_save"),
+        changes + 3
+    );
+    let mut r = ReplStream::connect(s.port);
+    let before = server_ms(&mut c);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "d", "100"]);
+    let after = server_ms(&mut c);
+    assert_absolute_add(&r.next(), "d", 100_000, before, after);
+    marker(&mut c, &mut r, 1);
+}
+
+/// An AOF turned on at run time gets the adds after it in absolute form.
+#[test]
+fn an_aof_turned_on_later_gets_absolute_adds() {
+    let dir = scratch("aof-later");
+    let s = start_in(&dir, &[]);
+    let mut c = s.conn();
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
+    q::<String>(&mut c, c!["CONFIG", "SET", "appendonly", "yes"]);
+    wait_rewrite_done(&mut c);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]);
+    let incr = std::fs::read_dir(dir.join("appendonlydir"))
+        .expect("appendonlydir")
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(".incr.aof"))
+        .expect("an incremental AOF");
+    let text = std::fs::read(incr.path()).expect("read the AOF");
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        text.contains("XSET.ADDEX"),
+        "the add in absolute form: {text:?}"
+    );
+    assert!(!text.contains("\r\n100\r\n"), "no relative TTL: {text:?}");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A primary restarted from an RDB written while it had a backlog restores
+/// that backlog, and the adds after the restart go into it in absolute
+/// form, for a replica that resumes the stream.
+#[test]
+fn a_restored_backlog_gets_absolute_adds() {
+    let dir = scratch("backlog-restart");
+    let extra = [
+        "--repl-diskless-sync",
+        "no",
+        "--repl-diskless-sync-delay",
+        "0",
+    ];
+    let p = start_in(&dir, &extra);
+    drop(ReplStream::connect(p.port));
+    let mut c = p.conn();
+    wait_until("the fake replica to leave", Duration::from_secs(10), || {
+        info_i64(&mut c, "replication", "connected_slaves") == 0
+    });
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
+    let _ = std::fs::remove_dir_all(p.shutdown("SAVE"));
+    let p = start_in(&dir, &extra);
+    let mut c = p.conn();
+    assert_eq!(info_i64(&mut c, "replication", "repl_backlog_active"), 1);
+    let (replid, offset) = stream_position(&mut c);
+    let before = server_ms(&mut c);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]);
+    let after = server_ms(&mut c);
+    let mut r = ReplStream::resume(p.port, &replid, offset + 1);
+    assert_absolute_add(&r.next(), "b", 100_000, before, after);
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The replication stream id and offset a primary is at.
+fn stream_position(c: &mut redis::Connection) -> (String, i64) {
+    let info: String = q(c, c!["INFO", "replication"]);
+    let replid = info
+        .lines()
+        .find_map(|l| l.strip_prefix("master_replid:"))
+        .expect("master_replid")
+        .trim()
+        .to_string();
+    let offset = info_text_i64(&info, "master_repl_offset").expect("master_repl_offset");
+    (replid, offset)
+}
+
+/// A replica promoted to primary keeps its backlog, and the adds after
+/// the promotion go into it in absolute form, also when the server had
+/// propagated nothing before it became a replica.
+#[test]
+fn a_promoted_replica_gets_absolute_adds() {
+    let p = replication_primary();
+    let s = replication_primary();
+    let (mut pc, mut sc) = (p.conn(), s.conn());
+    q::<i64>(&mut sc, c!["XSET.ADD", "k", "a", "100"]);
+    let port = p.port.to_string();
+    q::<String>(&mut sc, c!["REPLICAOF", "127.0.0.1", port.as_str()]);
+    wait_link_up(&mut pc, &mut sc);
+    q::<String>(&mut sc, c!["REPLICAOF", "NO", "ONE"]);
+    let (replid, offset) = stream_position(&mut sc);
+    let before = server_ms(&mut sc);
+    q::<i64>(&mut sc, c!["XSET.ADD", "k", "b", "100"]);
+    let after = server_ms(&mut sc);
+    let mut r = ReplStream::resume(s.port, &replid, offset + 1);
+    assert_absolute_add(&r.next(), "b", 100_000, before, after);
 }
 
 #[test]
