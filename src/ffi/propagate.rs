@@ -26,14 +26,10 @@
 //!   backlog).
 
 use super::key::KeyName;
-use super::server::ContextFlags;
+use super::server::{self, ContextFlags};
 use redis_module::{Context, raw};
 use std::ffi::{CStr, c_char, c_int};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, Ordering};
-
-/// Set for good when a replica asks to sync or the replication role
-/// changes: from then on, every add propagates.
-static LISTENER_SEEN: AtomicBool = AtomicBool::new(false);
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, Ordering};
 
 /// What `INFO replication` said at the first add that asked it:
 /// [`NOT_ASKED`], [`NOBODY`] or [`SOMEBODY`].
@@ -42,16 +38,10 @@ const NOT_ASKED: u8 = 0;
 const NOBODY: u8 = 1;
 const SOMEBODY: u8 = 2;
 
-/// A replica asked to sync (`SYNC`, `PSYNC`), or the server changed its
-/// replication role.
-pub fn listener_seen() {
-    LISTENER_SEEN.store(true, Ordering::Relaxed);
-}
-
 /// Whether anything may receive what a write in `ctx` propagates (see the
 /// module's documentation); true whenever this module cannot tell.
 fn heard(ctx: &Context) -> bool {
-    if ContextFlags::of(Some(ctx)).may_propagate_anyway() || LISTENER_SEEN.load(Ordering::Relaxed) {
+    if ContextFlags::of(Some(ctx)).may_propagate_anyway() || server::listener_seen() {
         return true;
     }
     match REPLICATION.load(Ordering::Relaxed) {

@@ -327,7 +327,7 @@ extern "C" fn on_command<H: ServerHooks>(fctx: *mut raw::RedisModuleCommandFilte
     let (name, sub) = unsafe { (get(fctx, 0), get(fctx, 1)) };
     let (name, sub) = (super::string_bytes(name), super::string_bytes(sub));
     if name.eq_ignore_ascii_case(b"psync") || name.eq_ignore_ascii_case(b"sync") {
-        super::propagate::listener_seen();
+        LISTENER_SEEN.store(true, Ordering::Relaxed);
     }
     SAVING_FOR_A_REPLY.store(serializes_into_reply(name, sub), Ordering::Relaxed);
     if !name.is_empty() {
@@ -341,7 +341,19 @@ extern "C" fn on_role_change(
     _subevent: u64,
     _data: *mut c_void,
 ) {
-    super::propagate::listener_seen();
+    LISTENER_SEEN.store(true, Ordering::Relaxed);
+}
+
+/// Set for good when a replica asks to sync (`SYNC`, `PSYNC`, seen by the
+/// command filter as they arrive, before the server runs or postpones
+/// them) or the replication role changes (a server event).
+static LISTENER_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// Whether, since the module loaded, a replica asked to sync or the server
+/// changed its replication role: the only ways a primary that had neither
+/// gets a replica or a replication backlog.
+pub fn listener_seen() -> bool {
+    LISTENER_SEEN.load(Ordering::Relaxed)
 }
 
 extern "C" fn on_keyspace_event<H: ServerHooks>(

@@ -110,13 +110,7 @@ fn aof_round_trip(preamble: &str) {
     q::<String>(&mut c, c!["BGREWRITEAOF"]);
     wait_rewrite_done(&mut c);
     if preamble == "no" {
-        let base = std::fs::read_dir(dir.join("appendonlydir"))
-            .expect("appendonlydir")
-            .filter_map(Result::ok)
-            .find(|e| e.file_name().to_string_lossy().contains(".base.aof"))
-            .expect("a base AOF");
-        let text = std::fs::read(base.path()).expect("read base");
-        let text = String::from_utf8_lossy(&text);
+        let text = aof_part(&dir, ".base.aof");
         assert!(
             text.contains("XSET.ADDEX") && text.contains("PXAT"),
             "rewritten as commands"

@@ -376,6 +376,19 @@ pub fn start_in(dir: &std::path::Path, extra: &[&str]) -> Server {
     Server::start(&args)
 }
 
+/// The text of the AOF file in `dir`'s `appendonlydir` whose name ends
+/// with `ending` (`.base.aof`, `.incr.aof`), bytes that are not UTF-8
+/// replaced.
+pub fn aof_part(dir: &std::path::Path, ending: &str) -> String {
+    let file = std::fs::read_dir(dir.join("appendonlydir"))
+        .expect("appendonlydir")
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(ending))
+        .unwrap_or_else(|| panic!("no AOF file ending in {ending}"));
+    let bytes = std::fs::read(file.path()).expect("read the AOF");
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// Waits until no AOF rewrite is running or scheduled.
 pub fn wait_rewrite_done(c: &mut Connection) {
     wait_until("the AOF rewrite", Duration::from_secs(20), || {

@@ -176,13 +176,7 @@ fn an_aof_turned_on_later_gets_absolute_adds() {
     q::<String>(&mut c, c!["CONFIG", "SET", "appendonly", "yes"]);
     wait_rewrite_done(&mut c);
     q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]);
-    let incr = std::fs::read_dir(dir.join("appendonlydir"))
-        .expect("appendonlydir")
-        .filter_map(Result::ok)
-        .find(|e| e.file_name().to_string_lossy().ends_with(".incr.aof"))
-        .expect("an incremental AOF");
-    let text = std::fs::read(incr.path()).expect("read the AOF");
-    let text = String::from_utf8_lossy(&text);
+    let text = aof_part(&dir, ".incr.aof");
     assert!(
         text.contains("XSET.ADDEX"),
         "the add in absolute form: {text:?}"
@@ -215,12 +209,7 @@ fn a_restored_backlog_gets_absolute_adds() {
     let p = start_in(&dir, &extra);
     let mut c = p.conn();
     assert_eq!(info_i64(&mut c, "replication", "repl_backlog_active"), 1);
-    let (replid, offset) = stream_position(&mut c);
-    let before = server_ms(&mut c);
-    q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]);
-    let after = server_ms(&mut c);
-    let mut r = ReplStream::resume(p.port, &replid, offset + 1);
-    assert_absolute_add(&r.next(), "b", 100_000, before, after);
+    assert_add_reaches_backlog(&mut c, p.port);
     drop(p);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -238,6 +227,17 @@ fn stream_position(c: &mut redis::Connection) -> (String, i64) {
     (replid, offset)
 }
 
+/// Adds `b` to `k` on the primary at `port` and reads its backlog from
+/// just before: the add is there in absolute form.
+fn assert_add_reaches_backlog(c: &mut redis::Connection, port: u16) {
+    let (replid, offset) = stream_position(c);
+    let before = server_ms(c);
+    q::<i64>(c, c!["XSET.ADD", "k", "b", "100"]);
+    let after = server_ms(c);
+    let mut r = ReplStream::resume(port, &replid, offset + 1);
+    assert_absolute_add(&r.next(), "b", 100_000, before, after);
+}
+
 /// A replica promoted to primary keeps its backlog, and the adds after
 /// the promotion go into it in absolute form, also when the server had
 /// propagated nothing before it became a replica.
@@ -251,12 +251,7 @@ fn a_promoted_replica_gets_absolute_adds() {
     q::<String>(&mut sc, c!["REPLICAOF", "127.0.0.1", port.as_str()]);
     wait_link_up(&mut pc, &mut sc);
     q::<String>(&mut sc, c!["REPLICAOF", "NO", "ONE"]);
-    let (replid, offset) = stream_position(&mut sc);
-    let before = server_ms(&mut sc);
-    q::<i64>(&mut sc, c!["XSET.ADD", "k", "b", "100"]);
-    let after = server_ms(&mut sc);
-    let mut r = ReplStream::resume(s.port, &replid, offset + 1);
-    assert_absolute_add(&r.next(), "b", 100_000, before, after);
+    assert_add_reaches_backlog(&mut sc, s.port);
 }
 
 #[test]
