@@ -517,7 +517,8 @@ STRUCTS = ["SET", "ZSET", "xset", "key per member"]
 
 def callgrind_costs(path, n):
     """Per-op instruction counts from a callgrind profile of `n` commands:
-    the whole server, RM_Replicate (inclusive), the module's command
+    the whole server, propagation (RM_Replicate or RM_ReplicateVerbatim,
+    inclusive), the module's command
     callback (inclusive) and xset's own code (self cost of libxset.so)."""
     def annotate(inclusive):
         return subprocess.run(["callgrind_annotate", f"--inclusive={inclusive}", "--threshold=100",
@@ -528,8 +529,8 @@ def callgrind_costs(path, n):
     for line in annotate("yes").splitlines():
         if "PROGRAM TOTALS" in line:
             costs["total"] = ir(line)
-        elif ":RM_Replicate " in line or ":VM_Replicate " in line:   # Valkey's name
-            costs["replicate"] = ir(line)
+        elif any(f":{p}_Replicate{v} " in line for p in ("RM", "VM") for v in ("", "Verbatim")):
+            costs["replicate"] += ir(line)   # VM_: Valkey's names
         elif any(f in line for f in ("xset::ffi::command::trampoline ", ":FloorAdd ", ":FloorHas ")):
             costs["command"] += ir(line)
     for line in annotate("no").splitlines():
@@ -623,15 +624,17 @@ def bench_instructions(args):
                          fmt(c["command"]), fmt(c["replicate"]), fmt(c["xset_self"])])
     table(f"Server instructions per command (callgrind, -P 16, {human(n)} commands each)",
           ["members", "command", "instr/op", "vs native", "vs floor", "module callback",
-           "RM_Replicate", "xset's own code"], rows,
+           "propagation", "xset's own code"], rows,
           ["instr/op: every user-space instruction of the server per command (parsing, "
            "lookup, module dispatch, propagation, reply); the kernel's networking is not "
            "counted,\n   nor is memory latency, which the many-keys rows pay most.",
            "vs native: against SADD for adds, SISMEMBER for reads; vs floor: against "
            "FLOOR.ADD / FLOOR.HAS (scripts/floor/floor.c).",
            "module callback: inclusive cost of the module's command function (xset's "
-           "trampoline, the floor's C functions), RM_Replicate and every server call in it "
+           "trampoline, the floor's C functions), propagation and every server call in it "
            "included.",
+           "propagation: RM_Replicate, or RM_ReplicateVerbatim where a one-member add only "
+           "counts its change because nothing listens.",
            "xset's own code: instructions in libxset.so itself (hashing, the deadline index, "
            "parsing, dispatch); on native commands, the command filter's check."])
     return {f"{s}|{c}": v for (s, c), v in res.items()}

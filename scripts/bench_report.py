@@ -112,8 +112,9 @@ class Report:
                  "sorted-set recipe), `SET ... PX` per member (a key per member), the seeds' push",
                  "recipe (`ZREMRANGEBYSCORE` + `ZADD` in one `EVALSHA`), Redis 8's own per-field",
                  "TTL (`HSETEX`, on Redis 8.2), and the module floor (`scripts/floor/floor.c`: a",
-                 "module command that parses, opens the key and propagates, nothing else: the",
-                 "least any module write costs).", "")
+                 "module command that parses, opens the key, takes the clock and counts the change",
+                 "for the save points, nothing else: the least any module write costs where, as",
+                 "here, no replica, backlog or AOF would receive a propagation).", "")
 
     def throughput(self):
         rows = self.d.get("throughput")
@@ -357,9 +358,10 @@ class Report:
                  "Each command on its own server under callgrind while `redis-benchmark -P 16` sends",
                  "it: every user-space instruction of the server, which does not depend on the",
                  "machine's load. \"module callback\" is the command function's inclusive cost;",
-                 "`RM_Replicate` is part of it; \"in libxset.so\" is xset's own code (on native",
-                 "commands: the module's command filter).", "",
-                 md_table(["workload", "command", "instructions", "module callback", "RM_Replicate",
+                 "\"propagation\" is part of it: `RM_Replicate`, or `RM_ReplicateVerbatim` where a",
+                 "one-member add only counts its change because nothing listens, as on these servers;",
+                 "\"in libxset.so\" is xset's own code (on native commands: the module's command filter).", "",
+                 md_table(["workload", "command", "instructions", "module callback", "propagation",
                            "in libxset.so"], rows), "")
 
     def render(self):
