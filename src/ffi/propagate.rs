@@ -16,9 +16,14 @@
 //! - on every add, the context flags: an AOF, a replica of a primary, a
 //!   load or a cluster node (whose slot migrations may stream writes)
 //!   always propagate;
-//! - once, at the first add after the module loaded, `INFO replication`:
-//!   any connected replica, replica waiting to sync, or backlog (which a
-//!   restarted primary restores from its RDB) means something listens;
+//! - nothing is skipped before the event loop has gone to sleep once since
+//!   the module loaded: until then, a `SYNC` or `PSYNC` that a pause held
+//!   back before a `MODULE LOAD` may still run unseen;
+//! - once, at the first add after that, `INFO replication`: any connected
+//!   replica, replica waiting to sync, or backlog (which a restarted
+//!   primary restores from its RDB) means something listens, and so does a
+//!   server where `SYNC` or `PSYNC` goes by another name (`rename-command`:
+//!   the filter below looks for the usual names);
 //! - for good, from then on: a `SYNC` or `PSYNC` arriving (the command
 //!   filter sees it before the server runs or postpones it, and the server
 //!   creates its backlog and registers a replica only in those commands),
@@ -41,14 +46,17 @@ const SOMEBODY: u8 = 2;
 /// Whether anything may receive what a write in `ctx` propagates (see the
 /// module's documentation); true whenever this module cannot tell.
 fn heard(ctx: &Context) -> bool {
-    if ContextFlags::of(Some(ctx)).may_propagate_anyway() || server::listener_seen() {
+    if ContextFlags::of(Some(ctx)).may_propagate_anyway()
+        || server::listener_seen()
+        || !server::slept_since_load()
+    {
         return true;
     }
     match REPLICATION.load(Ordering::Relaxed) {
         NOBODY => false,
         SOMEBODY => true,
         _ => {
-            let heard = replication_heard();
+            let heard = replication_heard() || !sync_commands_named_as_usual(ctx);
             REPLICATION.store(if heard { SOMEBODY } else { NOBODY }, Ordering::Relaxed);
             heard
         }
@@ -82,12 +90,52 @@ fn replication_heard() -> bool {
                 when_missing
             }
         };
-        // Servers before Valkey 8.1 have no `replicas_waiting_psync`.
+        // Redis has no `replicas_waiting_psync`.
         let heard = count(c"connected_slaves", 1) != 0
             || count(c"repl_backlog_active", 1) != 0
             || count(c"replicas_waiting_psync", 0) != 0;
         free(std::ptr::null_mut(), info);
         heard
+    }
+}
+
+/// Whether `SYNC` and `PSYNC` are both known by those names (`COMMAND
+/// INFO`), as the command filter looks for them; false if they cannot be
+/// asked about.
+fn sync_commands_named_as_usual(ctx: &Context) -> bool {
+    let (Some(call), Some(kind), Some(len), Some(at), Some(free)) = (
+        api!(RedisModule_Call),
+        api!(RedisModule_CallReplyType),
+        api!(RedisModule_CallReplyLength),
+        api!(RedisModule_CallReplyArrayElement),
+        api!(RedisModule_FreeCallReply),
+    ) else {
+        return false;
+    };
+    // SAFETY: `ctx` is the running command's context; the format's three
+    // `c`s match the three C strings; the reply and its elements are read
+    // only before the reply is freed.
+    unsafe {
+        let reply = call(
+            ctx.get_raw(),
+            c"COMMAND".as_ptr(),
+            c"ccc".as_ptr(),
+            c"INFO".as_ptr(),
+            c"SYNC".as_ptr(),
+            c"PSYNC".as_ptr(),
+        );
+        if reply.is_null() {
+            return false;
+        }
+        let array = raw::REDISMODULE_REPLY_ARRAY as c_int;
+        let known = kind(reply) == array
+            && len(reply) == 2
+            && (0..2).all(|i| {
+                let e = at(reply, i);
+                !e.is_null() && kind(e) == array
+            });
+        free(reply);
+        known
     }
 }
 

@@ -284,6 +284,7 @@ extern "C" fn on_event_loop<H: ServerHooks>(
 ) {
     if subevent == raw::REDISMODULE_SUBEVENT_EVENTLOOP_BEFORE_SLEEP {
         SAVING_FOR_A_REPLY.store(false, Ordering::Relaxed);
+        SLEPT_SINCE_LOAD.store(true, Ordering::Relaxed);
         let context = Context::new(ctx);
         caught("the before-sleep hook", || H::before_sleep(&context));
     }
@@ -354,6 +355,20 @@ static LISTENER_SEEN: AtomicBool = AtomicBool::new(false);
 /// gets a replica or a replication backlog.
 pub fn listener_seen() -> bool {
     LISTENER_SEEN.load(Ordering::Relaxed)
+}
+
+/// Set at the first time the event loop goes to sleep after the module
+/// loaded.
+static SLEPT_SINCE_LOAD: AtomicBool = AtomicBool::new(false);
+
+/// Whether the event loop has gone to sleep since the module loaded: every
+/// command that arrived before the module did has run since. Before that,
+/// a command held back by a pause (`CLIENT PAUSE`) may still run after the
+/// module's own `MODULE LOAD`, without passing the command filter, which
+/// 7.2 and later call only when a command first arrives; at startup the
+/// loop sleeps before any command.
+pub fn slept_since_load() -> bool {
+    SLEPT_SINCE_LOAD.load(Ordering::Relaxed)
 }
 
 extern "C" fn on_keyspace_event<H: ServerHooks>(

@@ -92,26 +92,34 @@ impl Server {
 
     /// As [`Server::start`], passing `module_args` to the module.
     pub fn start_with_module_args(extra: &[&str], module_args: &[&str]) -> Server {
-        Self::spawn(extra, module_args, free_port, &[], READY_WITHIN)
+        Self::spawn(extra, Some(module_args), free_port, &[], READY_WITHIN)
     }
 
     /// As [`Server::start`], the server run by `wrapper` (a tool and its
     /// options, say valgrind's), which may take up to `ready_within` to
     /// answer.
     pub fn start_under(wrapper: &[String], extra: &[&str], ready_within: Duration) -> Server {
-        Self::spawn(extra, &[], free_port, wrapper, ready_within)
+        Self::spawn(extra, Some(&[]), free_port, wrapper, ready_within)
     }
 
     /// A Redis Cluster node (`cluster-enabled yes`) with the module.
     pub fn start_cluster_node(extra: &[&str]) -> Server {
         let mut args = vec!["--cluster-enabled", "yes", "--cluster-node-timeout", "1000"];
         args.extend_from_slice(extra);
-        Self::spawn(&args, &[], free_cluster_port, &[], READY_WITHIN)
+        Self::spawn(&args, Some(&[]), free_cluster_port, &[], READY_WITHIN)
     }
 
+    /// A server without the module, which a test loads with `MODULE LOAD`
+    /// ([`module_path`]).
+    pub fn start_without_module(extra: &[&str]) -> Server {
+        Self::spawn(extra, None, free_port, &[], READY_WITHIN)
+    }
+
+    /// Starts a server; `module_args` is `None` for a server without the
+    /// module.
     fn spawn(
         extra: &[&str],
-        module_args: &[&str],
+        module_args: Option<&[&str]>,
         pick_port: fn() -> u16,
         wrapper: &[String],
         ready_within: Duration,
@@ -142,9 +150,11 @@ impl Server {
                 .args(["--enable-debug-command", "yes", "--loglevel", "notice"])
                 .arg("--logfile")
                 .arg(dir.join("redis.log"))
-                .arg("--loadmodule")
-                .arg(&module)
-                .args(module_args)
+                .args(module_args.map_or(vec![], |a| {
+                    let mut load = vec!["--loadmodule", module.to_str().expect("utf-8 path")];
+                    load.extend_from_slice(a);
+                    load
+                }))
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
@@ -542,6 +552,31 @@ pub fn drain(ps: &mut PubSub, c: &mut Connection) -> Vec<(String, Vec<u8>)> {
     }
 }
 
+/// `words` as one RESP command.
+pub fn resp(words: &[&str]) -> String {
+    let mut out = format!("*{}\r\n", words.len());
+    for w in words {
+        out.push_str(&format!("${}\r\n{w}\r\n", w.len()));
+    }
+    out
+}
+
+/// Waits until the server at `port` has read everything the client at
+/// local port `client` sent it (its socket's receive queue is empty in
+/// /proc/net/tcp): the server has then taken in the commands, run them or
+/// held them back (a pause).
+pub fn wait_read_by_server(port: u16, client: u16) {
+    let hex = |p: u16| format!("0100007F:{p:04X}");
+    let (ours, theirs) = (hex(port), hex(client));
+    wait_until("the server to read", Duration::from_secs(10), || {
+        let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+        table.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 4 && f[1] == ours && f[2] == theirs && f[4].ends_with(":00000000")
+        })
+    });
+}
+
 /// A fake replica: performs a full sync, skips the RDB, then yields each
 /// propagated command.
 pub struct ReplStream {
@@ -550,26 +585,32 @@ pub struct ReplStream {
 
 impl ReplStream {
     pub fn connect(port: u16) -> ReplStream {
+        Self::connect_as(port, "PSYNC")
+    }
+
+    /// As [`ReplStream::connect`], the server's `PSYNC` called `psync`
+    /// (`rename-command`).
+    pub fn connect_as(port: u16, psync: &str) -> ReplStream {
         let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5)))
+        Self::full_sync(s, psync)
+    }
+
+    /// Performs a full sync on `s` with the command `psync` and skips the
+    /// RDB.
+    pub fn full_sync(s: TcpStream, psync: &str) -> ReplStream {
+        s.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
         let mut r = BufReader::new(s);
         r.get_mut()
-            .write_all(b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n")
+            .write_all(resp(&[psync, "?", "-1"]).as_bytes())
             .expect("psync");
+        // `+FULLRESYNC`, then the RDB's length; a server that does not
+        // know the command by the name `PSYNC` (`rename-command`) answers
+        // it as `SYNC`: the length at once. Empty lines keep the link alive.
         let mut line = String::new();
-        loop {
+        while line.trim().is_empty() || line.starts_with("+FULLRESYNC") {
             line.clear();
             r.read_line(&mut line).expect("reply");
-            if line.starts_with("+FULLRESYNC") {
-                break;
-            }
-        }
-        line.clear();
-        r.read_line(&mut line).expect("rdb length");
-        while line.trim().is_empty() {
-            line.clear();
-            r.read_line(&mut line).expect("rdb length");
         }
         let len: usize = line.trim()[1..]
             .parse()
@@ -588,11 +629,7 @@ impl ReplStream {
             .expect("timeout");
         let mut r = BufReader::new(s);
         let offset = offset.to_string();
-        let psync = format!(
-            "*3\r\n$5\r\nPSYNC\r\n${}\r\n{replid}\r\n${}\r\n{offset}\r\n",
-            replid.len(),
-            offset.len()
-        );
+        let psync = resp(&["PSYNC", replid, &offset]);
         r.get_mut().write_all(psync.as_bytes()).expect("psync");
         let mut line = String::new();
         r.read_line(&mut line).expect("reply");

@@ -254,6 +254,69 @@ fn a_promoted_replica_gets_absolute_adds() {
     assert_add_reaches_backlog(&mut sc, s.port);
 }
 
+/// Where `PSYNC` goes by another name (`rename-command`), the command
+/// filter cannot see a replica ask to sync by it: every add propagates.
+#[test]
+fn a_renamed_psync_leaves_every_add_propagated() {
+    let s = Server::start_with_module_args(
+        &[
+            "--rename-command",
+            "PSYNC",
+            "psync-renamed",
+            "--repl-diskless-sync",
+            "no",
+        ],
+        &[],
+    );
+    let mut c = s.conn();
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "a", "100"]);
+    let mut r = ReplStream::connect_as(s.port, "psync-renamed");
+    let before = server_ms(&mut c);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]);
+    let after = server_ms(&mut c);
+    assert_absolute_add(&r.next(), "b", 100_000, before, after);
+}
+
+/// `MODULE LOAD` during `CLIENT PAUSE ALL`, with a `PSYNC` held back after
+/// it: when the pause ends both run in order, the `PSYNC` without passing
+/// the command filter that the load registered (Redis 7.2 and later filter
+/// a command only when it first arrives). An add between them must not
+/// take the server for one nothing listens to.
+#[test]
+fn a_psync_held_back_across_module_load_is_not_missed() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    let s = Server::start_without_module(&[
+        "--enable-module-command",
+        "yes",
+        "--repl-diskless-sync",
+        "no",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let mut c = s.conn();
+    // Long enough for both clients below to be read and held back.
+    q::<String>(&mut c, c!["CLIENT", "PAUSE", "2000", "ALL"]);
+    let module = module_path();
+    let module = module.to_str().expect("utf-8 path");
+    let mut loader = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    let load = resp(&["MODULE", "LOAD", module]) + &resp(&["XSET.ADD", "k", "a", "100"]);
+    loader.write_all(load.as_bytes()).expect("send");
+    wait_read_by_server(s.port, loader.local_addr().expect("port").port());
+    let syncer = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+    let port = syncer.local_addr().expect("port").port();
+    let sync = std::thread::spawn(move || ReplStream::full_sync(syncer, "PSYNC"));
+    wait_read_by_server(s.port, port);
+    // The pause ends; the load, the add and the sync run.
+    let mut r = sync.join().expect("the sync");
+    let mut c = s.conn();
+    let before = server_ms(&mut c);
+    q::<i64>(&mut c, c!["XSET.ADD", "k", "b", "100"]);
+    let after = server_ms(&mut c);
+    assert_absolute_add(&r.next(), "b", 100_000, before, after);
+    drop(loader);
+}
+
 #[test]
 fn lazy_expiry_propagates_explicit_removals() {
     let s = replication_primary();
