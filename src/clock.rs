@@ -115,6 +115,10 @@ pub struct Clock {
     /// write command only runs during a pause inside the transaction that
     /// paused, where propagating is allowed.
     pub paused: bool,
+    /// The context's flags, as read for this clock: what else the command
+    /// asks of them (whether a propagation may be received) reads them
+    /// here, not from the server again.
+    pub flags: ContextFlags,
 }
 
 impl Clock {
@@ -140,6 +144,7 @@ impl Clock {
             now_ms,
             primary,
             paused: primary && server::writes_paused(),
+            flags,
         }
     }
 

@@ -54,6 +54,7 @@ const EXPIRY_CHUNK: usize = 128;
 pub struct Effects<'a, K: KeyName> {
     ctx: &'a Context,
     key: &'a K,
+    flags: ContextFlags,
     changed: bool,
 }
 
@@ -64,7 +65,7 @@ impl<K: KeyName> Effects<'_, K> {
         if pairs.is_empty() {
             return;
         }
-        propagate_add(self.ctx, self.key, pairs);
+        propagate_add(self.ctx, self.flags, self.key, pairs);
         notify(self.ctx, c"xset.add", self.key);
         self.changed = true;
     }
@@ -148,11 +149,11 @@ fn propagate_rem<M: AsRef<[u8]>>(ctx: &Context, key: &impl KeyName, members: &[M
 
 /// Replicates that `pairs` (member, absolute deadline) were written, as
 /// `XSET.ADDEX key PXAT MEMBERS n member deadline ...`.
-fn propagate_add(ctx: &Context, key: &impl KeyName, pairs: &[(&CmdArg, u64)]) {
+fn propagate_add(ctx: &Context, flags: ContextFlags, key: &impl KeyName, pairs: &[(&CmdArg, u64)]) {
     match pairs {
         [] => {}
         [(member, deadline_ms)] => {
-            if !propagate::replicate_one_member_add(ctx, key, *member, *deadline_ms) {
+            if !propagate::replicate_one_member_add(ctx, flags, key, *member, *deadline_ms) {
                 propagate_add_generic(ctx, key, pairs);
             }
         }
@@ -479,6 +480,7 @@ pub fn with_write<K: KeyName>(
     let mut effects = Effects {
         ctx,
         key,
+        flags: clock.flags,
         changed: false,
     };
     let handle = Key::open(ctx, key, true, 0);

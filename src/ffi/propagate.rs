@@ -43,13 +43,11 @@ const NOT_ASKED: u8 = 0;
 const NOBODY: u8 = 1;
 const SOMEBODY: u8 = 2;
 
-/// Whether anything may receive what a write in `ctx` propagates (see the
-/// module's documentation); true whenever this module cannot tell.
-fn heard(ctx: &Context) -> bool {
-    if ContextFlags::of(Some(ctx)).may_propagate_anyway()
-        || server::listener_seen()
-        || !server::slept_since_load()
-    {
+/// Whether anything may receive what a write in `ctx`, whose context flags
+/// are `flags`, propagates (see the module's documentation); true whenever
+/// this module cannot tell.
+fn heard(ctx: &Context, flags: ContextFlags) -> bool {
+    if flags.may_propagate_anyway() || server::listener_seen() || !server::slept_since_load() {
         return true;
     }
     match REPLICATION.load(Ordering::Relaxed) {
@@ -228,15 +226,17 @@ fn deadline_word(deadline_ms: u64) -> *mut raw::RedisModuleString {
 /// one-member add, the common case) with a fixed format: no argument vector
 /// to build, and no string but the command name's made for it when the
 /// deadline is the last one's ([`deadline_word`]); only counts the change
-/// when nothing would receive it ([`heard`]). False (nothing propagated)
-/// if the words were not created, which a loaded module rules out.
+/// when nothing would receive it ([`heard`]; `flags` are the command's
+/// context flags). False (nothing propagated) if the words were not
+/// created, which a loaded module rules out.
 pub fn replicate_one_member_add(
     ctx: &Context,
+    flags: ContextFlags,
     key: &impl KeyName,
     member: &impl KeyName,
     deadline_ms: u64,
 ) -> bool {
-    if !heard(ctx) && count_unheard_change(ctx) {
+    if !heard(ctx, flags) && count_unheard_change(ctx) {
         return true;
     }
     let words = [0, 1, 2].map(|i| ADD_WORDS[i].load(Ordering::Relaxed));
