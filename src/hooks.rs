@@ -27,6 +27,11 @@ impl Dispatch for Commands {
     /// reply and a log line, never a crash, and a set the command left
     /// empty is deleted (an empty set must not stay: the next RDB would not
     /// load).
+    ///
+    /// Inlined into each command's own callback, where `index` is a
+    /// constant: the table's entry, its arity and its body are then known
+    /// when compiling, and the body is called directly.
+    #[inline(always)]
     fn run(index: usize, ctx: &Context, args: &[CmdArg]) -> RedisResult {
         let Some(spec) = commands::by_index(index) else {
             return Err(RedisError::Str(errors::INTERNAL));
@@ -41,34 +46,40 @@ impl Dispatch for Commands {
             Body::Timed(run) => run(ctx, args, Clock::of(ctx)),
             Body::Live(run) => run(ctx, args),
         }))
-        .unwrap_or_else(|_| {
-            stats::record_command_panic();
-            let clock = Clock::of(ctx);
-            // Reads too: their lazy reclaim writes.
-            let repair = match spec.repairable_key().and_then(|pos| args.get(pos)) {
-                Some(key) => catch_unwind(AssertUnwindSafe(|| {
-                    keyspace::repair_after_panic(ctx, key, clock)
-                }))
-                .map_or(KeyRepair::Failed, KeyRepair::Done),
-                None => KeyRepair::NoKey,
-            };
-            let (reply, outcome) = after_panic(spec, repair, ctx);
-            ctx.log_warning(&format!(
-                "xset: a bug was caught in {}{outcome}; the server keeps running",
-                spec.name
-            ));
-            if reply::started() {
-                // The command wrote its reply itself, padded to its length:
-                // another reply would put the client out of step.
-                return Ok(RedisValue::NoReply);
-            }
-            Err(RedisError::Str(reply))
-        })
+        .unwrap_or_else(|_| after_caught_panic(spec, ctx, args))
     }
 
     fn key_specs(index: usize) -> &'static [KeySpec] {
         commands::by_index(index).map_or(&[], |spec| spec.keys)
     }
+}
+
+/// After a command's body panicked: repairs its key, logs, and gives the
+/// reply the client gets.
+#[cold]
+#[inline(never)]
+fn after_caught_panic(spec: &CommandSpec, ctx: &Context, args: &[CmdArg]) -> RedisResult {
+    stats::record_command_panic();
+    let clock = Clock::of(ctx);
+    // Reads too: their lazy reclaim writes.
+    let repair = match spec.repairable_key().and_then(|pos| args.get(pos)) {
+        Some(key) => catch_unwind(AssertUnwindSafe(|| {
+            keyspace::repair_after_panic(ctx, key, clock)
+        }))
+        .map_or(KeyRepair::Failed, KeyRepair::Done),
+        None => KeyRepair::NoKey,
+    };
+    let (reply, outcome) = after_panic(spec, repair, ctx);
+    ctx.log_warning(&format!(
+        "xset: a bug was caught in {}{outcome}; the server keeps running",
+        spec.name
+    ));
+    if reply::started() {
+        // The command wrote its reply itself, padded to its length:
+        // another reply would put the client out of step.
+        return Ok(RedisValue::NoReply);
+    }
+    Err(RedisError::Str(reply))
 }
 
 /// What the panic guard did about a command's key.

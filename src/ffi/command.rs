@@ -58,8 +58,8 @@ extern "C" fn trampoline<D: Dispatch, const I: usize>(
     // SAFETY: the server's argument strings live for the whole call.
     let args = unsafe { key::args(ptrs) };
     let reply = catch_unwind(AssertUnwindSafe(|| D::run(I, &context, args)))
-        .unwrap_or(Err(redis_module::RedisError::Str(D::PANIC_REPLY)));
-    context.reply(reply) as c_int
+        .unwrap_or_else(|_| Err(redis_module::RedisError::Str(D::PANIC_REPLY)));
+    super::reply::result(&context, reply) as c_int
 }
 
 /// The callback of command `index` of `D`, `None` past [`MAX_COMMANDS`].

@@ -124,11 +124,15 @@ impl Key {
     /// `WRONGTYPE` when the key holds another type.
     #[allow(clippy::mut_from_ref)]
     pub fn get_value_mut<T>(&self, ty: &RedisType) -> Result<Option<&mut T>, RedisError> {
-        if self.is_empty() {
-            return Ok(None);
-        }
-        if self.module_type() != *ty.raw_type.borrow() {
-            return Err(RedisError::WrongType);
+        // The module type is null for a missing key and for any other type
+        // than a module's: the key's type is asked only when it is not ours.
+        let ours = *ty.raw_type.borrow();
+        if ours.is_null() || self.module_type() != ours {
+            return if self.is_empty() {
+                Ok(None)
+            } else {
+                Err(RedisError::WrongType)
+            };
         }
         let Some(get) = api!(RedisModule_ModuleTypeGetValue) else {
             return Ok(None);

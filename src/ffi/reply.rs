@@ -11,7 +11,7 @@
 //! [`started`] that the command has replied already, so it must not
 //! reply again.
 
-use redis_module::Context;
+use redis_module::{Context, RedisResult, RedisValue, raw};
 use std::ffi::{CString, c_char, c_long, c_longlong};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -116,6 +116,19 @@ fn reply_bulk(ctx: &Context, bytes: &[u8]) {
         // SAFETY: `ctx` is live; the server copies `bytes` during the call.
         unsafe { f(ctx.get_raw(), bytes.as_ptr().cast::<c_char>(), bytes.len()) };
     }
+}
+
+/// Writes a command's result as its reply. An integer, the reply of most
+/// commands (`XSET.HAS`, `XSET.ADD`, `XSET.CARD`, ...), goes straight to
+/// the server; anything else through the crate's general reply.
+pub fn result(ctx: &Context, reply: RedisResult) -> raw::Status {
+    if let Ok(RedisValue::Integer(n)) = reply {
+        reply_integer(ctx, n);
+        // An integer holds nothing to free: skip the result's drop.
+        std::mem::forget(reply);
+        return raw::Status::Ok;
+    }
+    ctx.reply(reply)
 }
 
 fn reply_integer(ctx: &Context, n: i64) {
