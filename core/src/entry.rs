@@ -77,6 +77,26 @@ const LENS: [InlineLen; ENTRY_INLINE_MAX + 1] = {
     ]
 };
 
+/// A member being looked up, padded as an inline entry stores it
+/// ([`Entry::holds`]).
+pub(super) struct Lookup<'a> {
+    member: &'a [u8],
+    /// The member zero-padded to 16 bytes; `None` when it is longer.
+    padded: Option<[u8; ENTRY_INLINE_MAX]>,
+}
+
+impl<'a> Lookup<'a> {
+    #[inline]
+    pub fn new(member: &'a [u8]) -> Lookup<'a> {
+        let padded = (member.len() <= ENTRY_INLINE_MAX).then(|| {
+            let mut bytes = [0; ENTRY_INLINE_MAX];
+            bytes[..member.len()].copy_from_slice(member);
+            bytes
+        });
+        Lookup { member, padded }
+    }
+}
+
 /// A member and its deadline code, 24 bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Entry {
@@ -120,6 +140,22 @@ impl Entry {
         match self {
             Entry::Inline { bytes, len, .. } => &bytes[..*len as usize],
             Entry::Heap { bytes, .. } => bytes,
+        }
+    }
+
+    /// Whether the entry holds `probe`'s member. An inline member is
+    /// compared as the 16 zero-padded bytes it is stored as (with its
+    /// length), in a couple of word compares rather than a call.
+    #[inline]
+    pub fn holds(&self, probe: &Lookup<'_>) -> bool {
+        match (self, &probe.padded) {
+            (Entry::Inline { bytes, len, .. }, Some(padded)) => {
+                *len as usize == probe.member.len() && bytes == padded
+            }
+            (Entry::Heap { bytes, .. }, None) => **bytes == *probe.member,
+            // A member of up to 16 bytes is always stored inline, a longer
+            // one never.
+            _ => false,
         }
     }
 
@@ -187,6 +223,17 @@ mod tests {
             for &d in codes.iter().chain(&[NO_DEADLINE, i64::MAX as u64]) {
                 let mut e = Entry::new(&bytes, DeadlineCode::of(d));
                 assert_eq!(e.member(), &bytes[..]);
+                assert!(e.holds(&Lookup::new(&bytes)));
+                // Shorter, longer by a zero byte (the same padded bytes
+                // when inline), and one byte changed.
+                let mut others = vec![[&bytes[..], &[0]].concat()];
+                if let Some((last, rest)) = bytes.split_last() {
+                    others.push(rest.to_vec());
+                    others.push([rest, &[last ^ 1]].concat());
+                }
+                for other in &others {
+                    assert!(!e.holds(&Lookup::new(other)), "{n}: {other:?}");
+                }
                 assert_eq!(matches!(e, Entry::Inline { .. }), n <= ENTRY_INLINE_MAX);
                 let want = if d > DeadlineCode::LATEST && d != NO_DEADLINE {
                     None

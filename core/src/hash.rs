@@ -53,21 +53,57 @@ fn siphash<const C: usize, const D: usize>(k0: u64, k1: u64, bytes: &[u8]) -> u6
         k1 ^ 0x7465_6462_7974_6573,
     ];
     let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let mut m = [0u8; 8];
-        m.copy_from_slice(word);
-        compress::<C>(&mut v, u64::from_le_bytes(m));
+    for w in &mut words {
+        compress::<C>(&mut v, word(w));
     }
-    let rest = words.remainder();
-    let mut tail = [0u8; 8];
-    tail[..rest.len()].copy_from_slice(rest);
-    tail[7] = bytes.len() as u8;
-    compress::<C>(&mut v, u64::from_le_bytes(tail));
+    let tail = tail_word(bytes, words.remainder().len()) | ((bytes.len() as u64) << 56);
+    compress::<C>(&mut v, tail);
     v[2] ^= 0xff;
     for _ in 0..D {
         round(&mut v);
     }
     v[0] ^ v[1] ^ v[2] ^ v[3]
+}
+
+/// The last `r` (< 8) bytes of `bytes` as a little-endian word, read with
+/// at most two loads and no copy (a copy is a call on every hash of a short
+/// member).
+#[inline(always)]
+fn tail_word(bytes: &[u8], r: usize) -> u64 {
+    let len = bytes.len();
+    if r == 0 {
+        0
+    } else if len >= 8 {
+        // The word ending at the last byte, its first 8 - r bytes (already
+        // absorbed) shifted out.
+        word(&bytes[len - 8..]) >> (8 * (8 - r))
+    } else if r >= 4 {
+        // Two 4-byte reads that overlap in the middle.
+        let lo = u64::from(half(&bytes[..4]));
+        let hi = u64::from(half(&bytes[r - 4..r]));
+        lo | (hi << (8 * (r - 4)))
+    } else {
+        // 1 to 3 bytes: the first, the middle and the last.
+        u64::from(bytes[0])
+            | (u64::from(bytes[r / 2]) << (8 * (r / 2)))
+            | (u64::from(bytes[r - 1]) << (8 * (r - 1)))
+    }
+}
+
+/// The first 8 bytes of `b` as a little-endian word.
+#[inline(always)]
+fn word(b: &[u8]) -> u64 {
+    let mut m = [0u8; 8];
+    m.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(m)
+}
+
+/// The first 4 bytes of `b` as a little-endian word.
+#[inline(always)]
+fn half(b: &[u8]) -> u32 {
+    let mut m = [0u8; 4];
+    m.copy_from_slice(&b[..4]);
+    u32::from_le_bytes(m)
 }
 
 /// Absorbs one message word with `C` rounds.

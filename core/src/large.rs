@@ -19,7 +19,7 @@
 //! 4. the slab keeps its own (see [`super::slab`]); an empty set has an
 //!    empty slab; the table's slot field holds every slot of the slab.
 
-use super::entry::{DeadlineCode, Entry};
+use super::entry::{DeadlineCode, Entry, Lookup};
 use super::hash::MemberHasher;
 use super::member::{self, Member};
 use super::order::DeadlineIndex;
@@ -89,6 +89,7 @@ impl Large {
         }
     }
 
+    #[inline]
     fn entry(&self, slot: u32) -> &Entry {
         match self.slots.get(slot as usize) {
             Some(e) => e,
@@ -96,7 +97,18 @@ impl Large {
         }
     }
 
+    /// The slot holding `member`, whose hash is `hash`.
+    #[inline]
+    fn slot_of(&self, hash: u64, member: &[u8]) -> Option<u32> {
+        let slots = &self.slots;
+        let probe = Lookup::new(member);
+        self.table.find(hash, |s| {
+            slots.get(s as usize).is_some_and(|e| e.holds(&probe))
+        })
+    }
+
     /// The exact deadline of the entry at `slot`.
+    #[inline]
     fn deadline(&self, slot: u32, entry: &Entry) -> u64 {
         entry
             .code()
@@ -236,17 +248,18 @@ impl Store for Large {
         self.len
     }
 
+    #[inline]
+    fn find(&self, member: &[u8]) -> Option<(u32, u64)> {
+        let slot = self.slot_of(self.hasher.hash(member), member)?;
+        Some((slot, self.deadline(slot, self.entry(slot))))
+    }
+
     fn find_or_place(&self, member: &[u8], deadline_ms: u64) -> Result<(u32, u64), u64> {
         // In a large set, the leaf headers of the deadline the member goes
-        // to (refreshed or new) are fetched while it is looked up. A plain
-        // lookup (`Store::find`) passes `u64::MAX`: no leaf.
+        // to (refreshed or new) are fetched while it is looked up.
         let hash = self.hasher.hash(member);
         self.by_deadline.prefetch_for(deadline_ms);
-        let slots = &self.slots;
-        let found = self.table.find(hash, |s| {
-            slots.get(s as usize).is_some_and(|e| e.member() == member)
-        });
-        match found {
+        match self.slot_of(hash, member) {
             Some(s) => Ok((s, self.deadline(s, self.entry(s)))),
             None => Err(hash),
         }

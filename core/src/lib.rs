@@ -401,16 +401,19 @@ impl XSet {
 
     /// The stored deadline of `member`, even if it has passed; `None` when
     /// absent. Large: O(1); small: O(n).
+    #[inline]
     pub fn deadline_of(&self, member: &[u8]) -> Option<u64> {
         with_store!(self, s => s.find(member).map(|(_, d)| d))
     }
 
     /// The deadline of `member` if it is live at `now_ms`.
+    #[inline]
     pub fn live_deadline_of(&self, member: &[u8], now_ms: u64) -> Option<u64> {
         self.deadline_of(member).filter(|&d| d > now_ms)
     }
 
     /// Whether `member` is live at `now_ms`.
+    #[inline]
     pub fn contains(&self, member: &[u8], now_ms: u64) -> bool {
         self.live_deadline_of(member, now_ms).is_some()
     }
@@ -418,6 +421,7 @@ impl XSet {
     /// The earliest stored deadline, expired or not; `None` when the set is
     /// empty or holds only members without a deadline. O(log n) large, O(1)
     /// small.
+    #[inline]
     pub fn next_deadline(&self) -> Option<u64> {
         with_store!(self, s => s.soonest().map(|(_, d)| d).filter(|&d| d != NO_DEADLINE))
     }

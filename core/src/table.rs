@@ -219,20 +219,22 @@ impl Buckets {
         ((u128::from(hash) * self.buckets.len() as u128) >> 64) as usize
     }
 
+    #[inline]
     fn find(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
         if self.live == 0 {
             return None;
         }
-        let layout = self.layout;
-        let tag = layout.tag(hash);
+        let (tag_mask, slot_mask) = (self.layout.tag_mask(), self.layout.slot_mask());
+        let tag = (hash as u32) & tag_mask;
         let mut i = self.home(hash);
         loop {
             let v = self.buckets[i];
             if v == EMPTY {
                 return None;
             }
-            if v & layout.tag_mask() == tag && is(layout.slot(v)) {
-                return Some(layout.slot(v));
+            // The slot field holds `slot + 1` (see `Layout::slot`).
+            if v & tag_mask == tag && is((v & slot_mask) - 1) {
+                return Some((v & slot_mask) - 1);
             }
             i = self.next(i);
         }
@@ -424,6 +426,7 @@ impl SlotTable {
     }
 
     /// The slot whose member has `hash` and for which `is` says yes.
+    #[inline]
     pub fn find(&self, hash: u64, mut is: impl FnMut(u32) -> bool) -> Option<u32> {
         self.cur
             .find(hash, &mut is)
