@@ -260,11 +260,11 @@ pub fn saving_for_a_reply() -> bool {
 /// (`FLUSHALL`, `DEBUG RELOAD`) still starts with a persistence event,
 /// which clears the flag first; a `DUMP` after such a save in the same
 /// transaction is then treated as a file's save.
-fn serializes_into_reply(name: &[u8], sub: &[u8]) -> bool {
+fn serializes_into_reply<'a>(name: &[u8], sub: impl FnOnce() -> &'a [u8]) -> bool {
     name.eq_ignore_ascii_case(b"exec")
         || name.eq_ignore_ascii_case(b"dump")
         || name.eq_ignore_ascii_case(b"migrate")
-        || (name.eq_ignore_ascii_case(b"debug") && sub.eq_ignore_ascii_case(b"object"))
+        || (name.eq_ignore_ascii_case(b"debug") && sub().eq_ignore_ascii_case(b"object"))
 }
 
 extern "C" fn on_persistence(
@@ -323,14 +323,18 @@ extern "C" fn on_command<H: ServerHooks>(fctx: *mut raw::RedisModuleCommandFilte
     let Some(get) = api!(RedisModule_CommandFilterArgGet) else {
         return;
     };
-    // SAFETY: `fctx` is live for this call; its arguments (null past the
-    // last) outlive the call.
-    let (name, sub) = unsafe { (get(fctx, 0), get(fctx, 1)) };
-    let (name, sub) = (super::string_bytes(name), super::string_bytes(sub));
+    let arg = |i| {
+        // SAFETY: `fctx` is live for this call; its arguments (null past
+        // the last) outlive the call.
+        super::string_bytes(unsafe { get(fctx, i) })
+    };
+    let name = arg(0);
     if name.eq_ignore_ascii_case(b"psync") || name.eq_ignore_ascii_case(b"sync") {
         LISTENER_SEEN.store(true, Ordering::Relaxed);
     }
-    SAVING_FOR_A_REPLY.store(serializes_into_reply(name, sub), Ordering::Relaxed);
+    // The first argument is read only for the one command it matters to:
+    // this runs before every command of the server.
+    SAVING_FOR_A_REPLY.store(serializes_into_reply(name, || arg(1)), Ordering::Relaxed);
     if !name.is_empty() {
         caught("the command filter", || H::command_arrives(name));
     }
