@@ -224,17 +224,16 @@ impl Buckets {
         if self.live == 0 {
             return None;
         }
-        let (tag_mask, slot_mask) = (self.layout.tag_mask(), self.layout.slot_mask());
-        let tag = (hash as u32) & tag_mask;
+        let layout = self.layout;
+        let tag = layout.tag(hash);
         let mut i = self.home(hash);
         loop {
             let v = self.buckets[i];
             if v == EMPTY {
                 return None;
             }
-            // The slot field holds `slot + 1` (see `Layout::slot`).
-            if v & tag_mask == tag && is((v & slot_mask) - 1) {
-                return Some((v & slot_mask) - 1);
+            if v & layout.tag_mask() == tag && is(layout.slot(v)) {
+                return Some(layout.slot(v));
             }
             i = self.next(i);
         }

@@ -24,9 +24,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// wait for them: the owner calls this before it looks the member up.
     /// The chunk found is kept for that refresh's search (`guessed`).
     /// Not for the last chunk, which the usual refresh keeps in cache, nor
-    /// for `u64::MAX` (no deadline, also what a plain lookup passes).
+    /// for `u64::MAX` (no deadline).
     pub fn prefetch_for(&self, deadline_ms: u64) {
-        // A plain lookup (`u64::MAX`) and a small index return at once; the
+        // No deadline (`u64::MAX`) and a small index return at once; the
         // last chunk's first pair is read on every insert, in cache.
         if deadline_ms == u64::MAX
             || !self.cold()
