@@ -18,9 +18,12 @@
 //!
 //! Reads that depend on time only through which members are live
 //! (`XSET.HAS`, `XSET.MHAS`, `XSET.CARD`) first try [`live_bound_ms`], a
-//! time no earlier than the command's that needs no context flags (about
-//! 130 instructions a command): if no member of the set is due by then,
-//! the answer is the same at the command's own time.
+//! time no earlier than the command's that needs neither the context flags
+//! (about 130 instructions a command) nor the clock source (a
+//! `gettimeofday`, about 22 ns): the kernel's coarse clock plus a margin
+//! far wider than its lag. If no member of the set is due by then, the
+//! answer is the same at the command's own time; else the read takes the
+//! command's exact time.
 
 use crate::ffi::server::{self, ContextFlags};
 use redis_module::Context;
@@ -69,21 +72,42 @@ pub fn command_arrives(name: &[u8]) {
 }
 
 /// A time no earlier than the one the running command runs at, without
-/// asking the server for the context's flags: the wall clock, or the
-/// latest transaction's start if that is later (the wall clock stepped
-/// back). `None` while a transaction's time is still to be taken by its
-/// first xset command (one postponed by a write pause): a read must not
-/// answer for a time that command may not take.
+/// asking the server for the context's flags or reading the clock source:
+/// the kernel's coarse wall clock plus [`COARSE_LAG_MS`] (the wall clock
+/// where there is no coarse one), or the latest transaction's start if
+/// that is later (the wall clock stepped back). `None` while a
+/// transaction's time is still to be taken by its first xset command (one
+/// postponed by a write pause): a read must not answer for a time that
+/// command may not take.
 ///
 /// A read whose answer depends on time only through which members are
 /// live may run at this bound when no member of its set is due by it: then
 /// every member is live at any earlier time too, so the answer is the one
 /// the command's own time gives.
 pub fn live_bound_ms() -> Option<u64> {
+    let bound = || coarse_bound_ms(server::coarse_milliseconds(), server::milliseconds);
     match TRANSACTION_START_MS.load(Ordering::Relaxed) {
         UNSET => None,
-        NONE_YET => Some(server::milliseconds()),
-        start => Some(server::milliseconds().max(start)),
+        NONE_YET => Some(bound()),
+        start => Some(bound().max(start)),
+    }
+}
+
+/// How far past the kernel's coarse wall clock [`live_bound_ms`] puts its
+/// bound. The coarse clock is the wall clock as of the last timer tick (1
+/// to 10 ms apart); Linux updates it even when the CPU that keeps time
+/// stalls (a virtual machine's CPU held back by its host) within a few
+/// ticks. A second is two orders of magnitude past that, and costs a set
+/// only that a read whose set has a member due within the second takes the
+/// exact clock (about 22 ns more).
+pub const COARSE_LAG_MS: u64 = 1000;
+
+/// The bound from a coarse reading `coarse_ms`, or from `exact` when there
+/// is none.
+fn coarse_bound_ms(coarse_ms: Option<u64>, exact: impl FnOnce() -> u64) -> u64 {
+    match coarse_ms {
+        Some(ms) => ms.saturating_add(COARSE_LAG_MS),
+        None => exact(),
     }
 }
 
@@ -153,5 +177,54 @@ impl Clock {
     /// never find a member due.
     pub fn write_ms(self) -> u64 {
         if self.primary { self.now_ms } else { 0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    fn wall_ms() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+
+    /// The bound a live read answers at is never before the wall clock
+    /// read just before it, and the coarse clock never runs ahead of the
+    /// wall clock read just after it: a read at the bound gives the answer
+    /// the command's own time gives.
+    #[test]
+    fn the_coarse_bound_is_never_before_the_wall_clock() {
+        let coarse = server::coarse_milliseconds();
+        assert_eq!(coarse.is_some(), cfg!(target_os = "linux"));
+        let Some(first) = coarse else {
+            return;
+        };
+        let mut last = first;
+        for _ in 0..300_000 {
+            let before = wall_ms();
+            let coarse = server::coarse_milliseconds().expect("a coarse clock");
+            let after = wall_ms();
+            let bound = coarse_bound_ms(Some(coarse), || panic!("coarse clock present"));
+            assert!(
+                bound >= before,
+                "bound {bound} before the wall clock {before}"
+            );
+            assert!(
+                coarse <= after,
+                "coarse clock {coarse} after the wall clock {after}"
+            );
+            last = coarse;
+        }
+        assert!(last >= first, "the coarse clock went back");
+    }
+
+    #[test]
+    fn without_a_coarse_clock_the_bound_is_the_exact_time() {
+        assert_eq!(coarse_bound_ms(None, || 1_234), 1_234);
+        assert_eq!(coarse_bound_ms(Some(5), || 0), 5 + COARSE_LAG_MS);
+        assert_eq!(coarse_bound_ms(Some(u64::MAX), || 0), u64::MAX);
     }
 }

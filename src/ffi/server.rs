@@ -18,6 +18,33 @@ pub fn milliseconds() -> u64 {
     })
 }
 
+/// The kernel's coarse wall clock (`CLOCK_REALTIME_COARSE`) in Unix
+/// milliseconds: the wall clock as of the last timer tick, read without
+/// the clock source (about 5 ns against 22 for `gettimeofday` on the
+/// bench's machines). Never later than [`milliseconds`] and, while the
+/// kernel's ticks run, less than a few ticks behind it. `None` where the
+/// kernel has no such clock.
+pub fn coarse_milliseconds() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write; the call has no other
+        // preconditions.
+        let status = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+        let (Ok(s), Ok(ns)) = (u64::try_from(ts.tv_sec), u64::try_from(ts.tv_nsec)) else {
+            return None;
+        };
+        (status == 0).then(|| s * 1000 + ns / 1_000_000)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// What the server says about the context a callback runs in.
 #[derive(Clone, Copy, Debug)]
 pub struct ContextFlags(u32);
