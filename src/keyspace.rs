@@ -507,21 +507,26 @@ pub fn with_write<K: KeyName>(
     let reply = body(set, &mut effects);
     let empty = set.is_empty() && !set.keeps_when_empty();
     let next = set.next_deadline();
-    let db = server::selected_db(ctx);
+    // The database is asked for only when the key's tracking moves (not on
+    // the usual write, which leaves the earliest deadline where it was).
+    let relocate = |before, after| {
+        let db = server::selected_db(ctx);
+        tracking::with(|t| t.relocate(db, key.as_slice(), before, after));
+    };
     match tracked {
         Some(before) if empty => {
             // The emptied value no longer knows where it was tracked.
-            tracking::with(|t| t.relocate(db, key.as_slice(), before, None));
+            relocate(before, None);
             handle.delete()?;
             notify_del(ctx, key);
         }
         Some(before) if before == next => {}
-        Some(before) => tracking::with(|t| t.relocate(db, key.as_slice(), before, next)),
+        Some(before) => relocate(before, next),
         None if empty => {}
         None => {
             if let Some(fresh) = fresh {
                 handle.set_value(&XSET_TYPE, fresh)?;
-                tracking::with(|t| t.relocate(db, key.as_slice(), None, next));
+                relocate(None, next);
             }
         }
     }
