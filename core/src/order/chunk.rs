@@ -84,15 +84,23 @@ impl Chunk {
 
     /// Live pairs in the leaves before leaf `l`, plus those among the
     /// first `p` of leaf `l` (asked of `live` only if that leaf holds
-    /// stale pairs).
-    pub(super) fn count_before(&self, l: usize, p: usize, live: &impl Fn(Key) -> bool) -> usize {
+    /// stale pairs, or with `ask`: the index holds pending pairs, which no
+    /// leaf counts). Pending pairs before leaf `l` count as live here: the
+    /// index subtracts them.
+    pub(super) fn count_before(
+        &self,
+        l: usize,
+        p: usize,
+        live: &impl Fn(Key) -> bool,
+        ask: bool,
+    ) -> usize {
         let whole = self
             .leaves
             .range(..l)
             .map(|leaf| leaf.len() - usize::from(leaf.stale))
             .sum::<usize>();
         let part = match self.leaves.get(l) {
-            Some(leaf) if leaf.stale > 0 => (0..p).filter(|&i| live(leaf.key(i))).count(),
+            Some(leaf) if ask || leaf.stale > 0 => (0..p).filter(|&i| live(leaf.key(i))).count(),
             _ => p,
         };
         whole + part

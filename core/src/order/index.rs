@@ -143,6 +143,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// is then live again). O(log n + leaf size + chunk size): a leaf split
     /// shifts at most [`CHUNK_CAP`] headers.
     pub fn insert(&mut self, key: Key, live: &impl Fn(Key) -> bool) {
+        self.place_pending(live);
         self.insert_pair(key, live);
         self.settle_front(live);
     }
@@ -397,6 +398,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Removes `key`, live; false if it was not present. O(log n + leaf
     /// size + chunk size).
     pub fn remove(&mut self, key: Key, live: &impl Fn(Key) -> bool) -> bool {
+        self.place_pending(&|k| k == key || live(k));
         if self.chunks.is_empty() {
             return false;
         }
@@ -433,6 +435,10 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// located once and neither splits nor merges.
     pub fn replace(&mut self, old: Key, new: Key, live: &impl Fn(Key) -> bool) {
         debug_assert!(!self.chunks.is_empty());
+        if self.replace_to_end(old, new, live) {
+            return;
+        }
+        self.place_pending(&|k| k == old || (k != new && live(k)));
         // Only the old pair going can leave a stale pair first: purges and
         // merges keep each leaf's first live pair first, and `new` is live.
         let was_first = self.first() == Some(old);
@@ -508,6 +514,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// leaf.
     pub fn reslot(&mut self, old: Key, slot: u32, live: &impl Fn(Key) -> bool) {
         debug_assert!(slot < old.1, "a move goes down the slab");
+        self.place_pending(&|k| k == old || live(k));
         let new = (old.0, slot);
         let (c, l) = self.locate(old);
         let leaf = &self.chunks[c].leaves[l];
@@ -548,6 +555,107 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// otherwise no pair moved and no leaf changed length, so there is
     /// nothing to merge. If it was the first pair of the index, `replace`
     /// (the only caller) settles the front after its insert.
+    /// [`Self::replace`] of a pair by one at the end, when the new pair
+    /// goes into its leaf without a purge and is not there already: the old
+    /// pair is only noted pending (see the module's "Pending pairs"). False,
+    /// changing nothing, when the refresh does not qualify: not to the end,
+    /// of the first pair, or into a leaf that must purge first (pending
+    /// pairs may sit in it) or that holds the new pair stale.
+    fn replace_to_end(&mut self, old: Key, new: Key, live: &impl Fn(Key) -> bool) -> bool {
+        let c = self.chunks.len() - 1;
+        let l = self.chunks[c].leaves.len() - 1;
+        if new.0 < self.chunks[c].leaves[l].first().0 || self.first() == Some(old) {
+            return false;
+        }
+        let (c, l) = if new >= self.chunks[c].leaves[l].first() {
+            (c, l)
+        } else {
+            match self.leaf_before(c, l) {
+                Some((pc, pl)) if new >= self.chunks[pc].leaves[pl].first() => (pc, pl),
+                // A millisecond's pairs spread over more than two leaves:
+                // those at the end, in cache.
+                _ => self.locate(new),
+            }
+        };
+        let leaf = &self.chunks[c].leaves[l];
+        if leaf.stale > 0 && (leaf.len() == LEAF_CAP || !leaf.fits(new.0)) {
+            return false;
+        }
+        let pos = if new > leaf.key(leaf.len() - 1) {
+            leaf.len()
+        } else {
+            leaf.rank(new, false)
+        };
+        if pos < leaf.len() && leaf.key(pos) == new {
+            return false;
+        }
+        self.pending.push(old);
+        self.stale += 1;
+        self.insert_in(c, l, new, live);
+        if self.pending.len() >= (self.len / 64).clamp(16, 4096) {
+            self.place_pending(live);
+        }
+        true
+    }
+
+    /// Counts the pending pairs stale in their leaves, in one walk in key
+    /// order, and purges each leaf they leave overstale once all of its
+    /// pending pairs are counted. `live` answers as the purges must: a
+    /// caller changing a pair passes one that affirms the pair it is taking
+    /// out (its owner denies it already, but it is not stale) and denies
+    /// one it is about to put in (a pending pair that is coming back).
+    pub(super) fn place_pending(&mut self, live: &impl Fn(Key) -> bool) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut keys = std::mem::take(&mut self.pending);
+        keys.sort_unstable();
+        // The leaf of the pair placed last.
+        let mut at: Option<LeafAt> = None;
+        for k in keys {
+            if let Some(prev) = at
+                && !self.belongs_in(prev, k)
+                && self.settle_placed(prev, live)
+            {
+                // Leaves may have gone or merged: locate the next anew.
+                at = None;
+            }
+            let (mut c, mut l) = match at {
+                Some(at) => at,
+                None => self.locate(k),
+            };
+            // Forward to the last leaf whose first pair is not above `k`.
+            loop {
+                let n = self.chunks[c].leaves.len();
+                if l + 1 < n && self.chunks[c].leaves[l + 1].first() <= k {
+                    l += 1;
+                } else if l + 1 >= n && self.chunks.get(c + 1).is_some_and(|next| next.first <= k) {
+                    (c, l) = (c + 1, 0);
+                } else {
+                    break;
+                }
+            }
+            debug_assert_eq!((c, l), self.locate(k), "the walk finds the pair's leaf");
+            let chunk = &mut self.chunks[c];
+            chunk.leaves[l].stale += 1;
+            chunk.stale += 1;
+            at = Some((c, l));
+        }
+        if let Some(last) = at {
+            self.settle_placed(last, live);
+        }
+    }
+
+    /// Purges leaf `at` if its stale pairs outnumber its live ones; whether
+    /// it did.
+    fn settle_placed(&mut self, (c, l): LeafAt, live: &impl Fn(Key) -> bool) -> bool {
+        let purge = self.chunks[c].leaves[l].overstale();
+        if purge {
+            self.purge_leaf_to(c, l, live, true);
+        }
+        purge
+    }
+
     pub(super) fn retire(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
         let chunk = &mut self.chunks[c];
         let leaf = &mut chunk.leaves[l];
@@ -620,6 +728,9 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Removes and returns the smallest pair. O(1) unless leaves merge or
     /// stale pairs come next.
     pub fn pop_first(&mut self, live: &impl Fn(Key) -> bool) -> Option<Key> {
+        // The owner took the first pair's member already.
+        let first = self.first();
+        self.place_pending(&|k| Some(k) == first || live(k));
         let chunk = self.chunks.front_mut()?;
         let key = chunk.first;
         chunk.leaves[0].remove_at(0);

@@ -49,11 +49,43 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         }
     }
 
-    /// Live pairs of chunk `at.c` before `at` (0 at the end).
+    /// Live pairs of chunk `at.c` before `at` (0 at the end), less the
+    /// pending pairs of its leaves before `at.l` (those of leaf `at.l` are
+    /// asked of `live` while any are pending).
     pub(super) fn count_in_chunk(&self, at: Cursor, live: &impl Fn(Key) -> bool) -> usize {
-        self.chunks
-            .get(at.c)
-            .map_or(0, |chunk| chunk.count_before(at.l, at.p, live))
+        let pending = !self.pending.is_empty();
+        self.chunks.get(at.c).map_or(0, |chunk| {
+            chunk.count_before(at.l, at.p, live, pending) - self.pending_in_chunk_before(at)
+        })
+    }
+
+    /// Pending pairs in chunk `at.c` before its leaf `at.l`: a scan of the
+    /// notes, none when there are none.
+    fn pending_in_chunk_before(&self, at: Cursor) -> usize {
+        if self.pending.is_empty() {
+            return 0;
+        }
+        let Some(chunk) = self.chunks.get(at.c) else {
+            return 0;
+        };
+        let end = chunk.leaves.get(at.l).map(Leaf::first);
+        self.pending
+            .iter()
+            .filter(|&&k| chunk.first <= k && end.is_none_or(|e| k < e))
+            .count()
+    }
+
+    /// Pending pairs in chunks `a..b`: a scan of the notes.
+    fn pending_in_chunks(&self, a: usize, b: usize) -> usize {
+        if self.pending.is_empty() || a >= b {
+            return 0;
+        }
+        let lo = self.chunks.get(a).map(|c| c.first);
+        let hi = self.chunks.get(b).map(|c| c.first);
+        self.pending
+            .iter()
+            .filter(|&&k| lo.is_some_and(|lo| lo <= k) && hi.is_none_or(|hi| k < hi))
+            .count()
     }
 
     /// How many live pairs are below `key`. O(log n + chunks before it +
@@ -65,6 +97,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             .range(..at.c)
             .map(Chunk::live_len)
             .sum::<usize>()
+            - self.pending_in_chunks(0, at.c)
             + self.count_in_chunk(at, live)
     }
 
@@ -136,9 +169,12 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                 .range(a.c..b.c)
                 .map(Chunk::live_len)
                 .sum::<usize>()
+                - self.pending_in_chunks(a.c, b.c)
         } else {
             let outside = self.chunks.range(..a.c).map(Chunk::live_len).sum::<usize>()
-                + self.chunks.range(b.c..).map(Chunk::live_len).sum::<usize>();
+                + self.chunks.range(b.c..).map(Chunk::live_len).sum::<usize>()
+                - self.pending_in_chunks(0, a.c)
+                - self.pending_in_chunks(b.c, self.chunks.len());
             self.len() - outside
         };
         // Live pairs before `b` less live pairs before `a`.
@@ -163,6 +199,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Hands the deque of chunks to `r` (active defrag).
     pub fn relocate_books<R: Relocate>(&mut self, r: &mut R) {
         relocate::deque(&mut self.chunks, r);
+        r.vec(&mut self.pending);
     }
 
     /// Hands chunk `c`'s deque of leaves, then each leaf's records, to `r`;
@@ -179,6 +216,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
     /// Heap bytes held, as jemalloc rounds them. O(1).
     pub fn heap_bytes(&self) -> usize {
         crate::member::allocation_size(self.chunks.capacity() * std::mem::size_of::<Chunk>())
+            + crate::member::allocation_size(self.pending.capacity() * std::mem::size_of::<Key>())
             + self.chunk_heap
     }
 
@@ -190,7 +228,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
 
     /// Panics if an invariant does not hold.
     pub fn check_invariants(&self, live: &impl Fn(Key) -> bool) {
-        let (mut count, mut stale) = (0, 0);
+        let (mut count, mut stale, mut pending_held) = (0, 0, 0);
         let mut prev: Option<Key> = None;
         for chunk in &self.chunks {
             assert!(!chunk.leaves.is_empty(), "no empty chunk");
@@ -221,7 +259,12 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
                     assert!(prev.is_none_or(|q| q < k), "strictly increasing");
                     prev = Some(k);
                     in_chunk += 1;
-                    stale_in_leaf += usize::from(!live(k));
+                    if self.pending.contains(&k) {
+                        assert!(!live(k), "a pending pair is stale");
+                        pending_held += 1;
+                    } else {
+                        stale_in_leaf += usize::from(!live(k));
+                    }
                 }
                 assert_eq!(
                     stale_in_leaf,
@@ -235,7 +278,12 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             count += in_chunk;
             stale += stale_in_chunk;
         }
-        assert_eq!(stale, self.stale, "stale pairs counted");
+        assert_eq!(
+            pending_held,
+            self.pending.len(),
+            "every pending pair held, once"
+        );
+        assert_eq!(stale + pending_held, self.stale, "stale pairs counted");
         assert!(self.first().is_none_or(live), "the first pair is live");
         assert_eq!(
             self.chunks.iter().map(Chunk::heap_bytes).sum::<usize>(),

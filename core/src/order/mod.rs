@@ -47,14 +47,16 @@
 //!    chunk's first pair and count are its leaves';
 //! 4. `len` is the number of pairs;
 //! 5. a leaf's finite deadlines lie in `base..base + 2^32 - 1`;
-//! 6. each leaf, chunk and the index count their stale pairs exactly, and
-//!    the first pair is live.
+//! 6. each leaf and chunk counts its stale pairs exactly, but for the
+//!    pending ones; the index counts all of them, pending included; every
+//!    pending pair is held and stale; and the first pair is live.
 //!
 //! Stale pairs. A refresh that moves a member's deadline to the end of the
 //! index (not before the last leaf's first deadline: the usual refresh,
 //! the same TTL from now) leaves the old pair where it is and only counts
-//! it stale in its leaf's header ([`DeadlineIndex::retire`]); other
-//! refreshes remove it. The leaf's records, a random access
+//! it stale in its leaf's header ([`DeadlineIndex::retire`]), usually
+//! later, with a batch of others (pending pairs, below); other refreshes
+//! remove it. The leaf's records, a random access
 //! in a large index, are not read. The owner says which pairs are live
 //! (`live`, asked about any pair; it answers for the state after the
 //! operation that asks, so the owner updates its members first). A leaf
@@ -65,6 +67,18 @@
 //! Counts subtract the counted stale pairs of whole leaves and chunks and
 //! ask `live` only about the part of a leaf that a window cuts, when that
 //! leaf holds stale pairs; iteration skips the pairs `live` denies.
+//!
+//! Pending pairs. Finding the old pair's leaf is most of what a refresh to
+//! the end costs in a large index: the leaf headers around a guess, cache
+//! misses each. So such a refresh only notes the old pair as pending
+//! (counted in the index's stale pairs, not yet in its leaf's), and the
+//! notes are placed in one walk through the index in key order when they
+//! reach a 64th of the pairs (at most 4,096), or before any other change
+//! to the index: the walk reads the leaf headers in order, as the
+//! hardware prefetches them. Until then counts also subtract the pending
+//! pairs below where they stop (a scan of the notes), iteration skips them
+//! as it skips any stale pair, and the first pair is never pending (the
+//! refresh of the first pair places it at once).
 
 use super::relocate::{self, Relocate};
 use std::cell::Cell;
@@ -133,6 +147,11 @@ pub(super) struct DeadlineIndex<const CHUNK: usize = CHUNK_CAP> {
     /// checked against the chunk headers before use, so one left behind
     /// costs the usual search, never a wrong answer.
     guessed: Cell<Option<(u64, usize)>>,
+    /// Old pairs of refreshes to the end whose leaves have not counted them
+    /// stale yet ([`DeadlineIndex::replace`]): counted in `stale` alone,
+    /// placed in their leaves in one sorted walk when there are enough of
+    /// them or before any other change.
+    pending: Vec<Key>,
 }
 
 /// Reads `x` for its cache line alone: the load does not hold up the
