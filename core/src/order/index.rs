@@ -549,12 +549,6 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         self.insert(new, live);
     }
 
-    /// Counts a pair of leaf `l` of chunk `c` stale (`live` must deny it
-    /// from now on). A leaf whose stale pairs outnumber its live ones is
-    /// purged, so stale pairs never take more than half a leaf for long;
-    /// otherwise no pair moved and no leaf changed length, so there is
-    /// nothing to merge. If it was the first pair of the index, `replace`
-    /// (the only caller) settles the front after its insert.
     /// [`Self::replace`] of a pair by one at the end, when the new pair
     /// goes into its leaf without a purge and is not there already: the old
     /// pair is only noted pending (see the module's "Pending pairs"). False,
@@ -656,6 +650,12 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         purge
     }
 
+    /// Counts a pair of leaf `l` of chunk `c` stale (`live` must deny it
+    /// from now on). A leaf whose stale pairs outnumber its live ones is
+    /// purged, so stale pairs never take more than half a leaf for long;
+    /// otherwise no pair moved and no leaf changed length, so there is
+    /// nothing to merge. If it was the first pair of the index, `replace`
+    /// (the only caller) settles the front after its insert.
     pub(super) fn retire(&mut self, c: usize, l: usize, live: &impl Fn(Key) -> bool) {
         let chunk = &mut self.chunks[c];
         let leaf = &mut chunk.leaves[l];
