@@ -158,24 +158,28 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
             self.chunks.push_back(chunk);
             return;
         }
-        // A key at or after the last leaf's first pair (a new member or a
-        // refresh with the usual TTL, which ties with the last deadlines
-        // when many arrive in one millisecond; a loader feeding deadline
-        // order) goes into the last leaf with no search for its leaf or
-        // chunk.
-        // Nor does one that goes into the leaf before it: one of the
-        // millisecond's pairs whose slot sorts before the last leaf's first.
+        let (c, l) = self.leaf_from_the_end(key);
+        self.insert_in(c, l, key, live);
+    }
+
+    /// The leaf that holds or would hold `key`, looked for from the end. A
+    /// key at or after the last leaf's first pair (a new member or a
+    /// refresh with the usual TTL, which ties with the last deadlines when
+    /// many arrive in one millisecond; a loader feeding deadline order)
+    /// goes into the last leaf with no search for its leaf or chunk. Nor
+    /// does one that goes into the leaf before it: one of the millisecond's
+    /// pairs whose slot sorts before the last leaf's first. Others are
+    /// located (the index must not be empty).
+    fn leaf_from_the_end(&self, key: Key) -> LeafAt {
         let c = self.chunks.len() - 1;
         let l = self.chunks[c].leaves.len() - 1;
-        let (c, l) = if key >= self.chunks[c].leaves[l].first() {
-            (c, l)
-        } else {
-            match self.leaf_before(c, l) {
-                Some((pc, pl)) if key >= self.chunks[pc].leaves[pl].first() => (pc, pl),
-                _ => self.locate(key),
-            }
-        };
-        self.insert_in(c, l, key, live);
+        if key >= self.chunks[c].leaves[l].first() {
+            return (c, l);
+        }
+        match self.leaf_before(c, l) {
+            Some((pc, pl)) if key >= self.chunks[pc].leaves[pl].first() => (pc, pl),
+            _ => self.locate(key),
+        }
     }
 
     /// Inserts `key` into leaf `l` of chunk `c`, where it belongs.
@@ -561,16 +565,7 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         if new.0 < self.chunks[c].leaves[l].first().0 || self.first() == Some(old) {
             return false;
         }
-        let (c, l) = if new >= self.chunks[c].leaves[l].first() {
-            (c, l)
-        } else {
-            match self.leaf_before(c, l) {
-                Some((pc, pl)) if new >= self.chunks[pc].leaves[pl].first() => (pc, pl),
-                // A millisecond's pairs spread over more than two leaves:
-                // those at the end, in cache.
-                _ => self.locate(new),
-            }
-        };
+        let (c, l) = self.leaf_from_the_end(new);
         let leaf = &self.chunks[c].leaves[l];
         if leaf.stale > 0 && (leaf.len() == LEAF_CAP || !leaf.fits(new.0)) {
             return false;
