@@ -59,32 +59,29 @@ impl<const CHUNK: usize> DeadlineIndex<CHUNK> {
         })
     }
 
-    /// Pending pairs in chunk `at.c` before its leaf `at.l`: a scan of the
-    /// notes, none when there are none.
+    /// Pending pairs in chunk `at.c` before its leaf `at.l`.
     fn pending_in_chunk_before(&self, at: Cursor) -> usize {
-        if self.pending.is_empty() {
-            return 0;
-        }
-        let Some(chunk) = self.chunks.get(at.c) else {
-            return 0;
-        };
-        let end = chunk.leaves.get(at.l).map(Leaf::first);
-        self.pending
-            .iter()
-            .filter(|&&k| chunk.first <= k && end.is_none_or(|e| k < e))
-            .count()
+        self.chunks.get(at.c).map_or(0, |chunk| {
+            self.pending_in(Some(chunk.first), chunk.leaves.get(at.l).map(Leaf::first))
+        })
     }
 
-    /// Pending pairs in chunks `a..b`: a scan of the notes.
+    /// Pending pairs in chunks `a..b`.
     fn pending_in_chunks(&self, a: usize, b: usize) -> usize {
-        if self.pending.is_empty() || a >= b {
-            return 0;
+        match self.chunks.get(a) {
+            Some(chunk) if a < b => {
+                self.pending_in(Some(chunk.first), self.chunks.get(b).map(|c| c.first))
+            }
+            _ => 0,
         }
-        let lo = self.chunks.get(a).map(|c| c.first);
-        let hi = self.chunks.get(b).map(|c| c.first);
+    }
+
+    /// Pending pairs from `lo` (included) to `hi` (excluded), each bound
+    /// open when `None`: a scan of the notes, none when there are none.
+    fn pending_in(&self, lo: Option<Key>, hi: Option<Key>) -> usize {
         self.pending
             .iter()
-            .filter(|&&k| lo.is_some_and(|lo| lo <= k) && hi.is_none_or(|hi| k < hi))
+            .filter(|&&k| lo.is_none_or(|lo| lo <= k) && hi.is_none_or(|hi| k < hi))
             .count()
     }
 
