@@ -10,6 +10,7 @@
 //! the length byte; a unit test pins the size.
 
 use super::deadline::NO_DEADLINE;
+use super::hash::{tail_word, word};
 use super::member::{self, Member};
 
 /// The longest member stored inline.
@@ -88,13 +89,29 @@ pub(super) struct Lookup<'a> {
 impl<'a> Lookup<'a> {
     #[inline]
     pub fn new(member: &'a [u8]) -> Lookup<'a> {
-        let padded = (member.len() <= ENTRY_INLINE_MAX).then(|| {
-            let mut bytes = [0; ENTRY_INLINE_MAX];
-            bytes[..member.len()].copy_from_slice(member);
-            bytes
-        });
-        Lookup { member, padded }
+        Lookup {
+            member,
+            padded: padded(member),
+        }
     }
+}
+
+/// `member` zero-padded to 16 bytes, read a word at a time (a copy of a
+/// length known only at run time is a call on every lookup); `None` when
+/// it is longer.
+#[inline(always)]
+fn padded(member: &[u8]) -> Option<[u8; ENTRY_INLINE_MAX]> {
+    let len = member.len();
+    let (lo, hi) = match len {
+        0..8 => (tail_word(member, len), 0),
+        8..16 => (word(member), tail_word(member, len - 8)),
+        16 => (word(member), word(&member[8..])),
+        _ => return None,
+    };
+    let mut bytes = [0; ENTRY_INLINE_MAX];
+    bytes[..8].copy_from_slice(&lo.to_le_bytes());
+    bytes[8..].copy_from_slice(&hi.to_le_bytes());
+    Some(bytes)
 }
 
 /// A member and its deadline code, 24 bytes.
@@ -202,6 +219,22 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookups_pad_as_entries_store() {
+        let bytes: Vec<u8> = (1..=20).collect();
+        for len in 0..=bytes.len() {
+            let member = &bytes[..len];
+            let want = (len <= ENTRY_INLINE_MAX).then(|| {
+                let mut b = [0; ENTRY_INLINE_MAX];
+                b[..len].copy_from_slice(member);
+                b
+            });
+            assert_eq!(padded(member), want, "length {len}");
+            let entry = Entry::new(member, DeadlineCode::of(7));
+            assert!(entry.holds(&Lookup::new(member)), "length {len}");
+        }
+    }
 
     #[test]
     fn entries_take_24_bytes_and_vacancy_is_free() {

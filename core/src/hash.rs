@@ -69,7 +69,7 @@ fn siphash<const C: usize, const D: usize>(k0: u64, k1: u64, bytes: &[u8]) -> u6
 /// at most two loads and no copy (a copy is a call on every hash of a short
 /// member).
 #[inline(always)]
-fn tail_word(bytes: &[u8], r: usize) -> u64 {
+pub(super) fn tail_word(bytes: &[u8], r: usize) -> u64 {
     let len = bytes.len();
     if r == 0 {
         0
@@ -92,7 +92,7 @@ fn tail_word(bytes: &[u8], r: usize) -> u64 {
 
 /// The first 8 bytes of `b` as a little-endian word.
 #[inline(always)]
-fn word(b: &[u8]) -> u64 {
+pub(super) fn word(b: &[u8]) -> u64 {
     let mut m = [0u8; 8];
     m.copy_from_slice(&b[..8]);
     u64::from_le_bytes(m)

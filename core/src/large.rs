@@ -97,14 +97,17 @@ impl Large {
         }
     }
 
-    /// The slot holding `member`, whose hash is `hash`.
+    /// The slot holding `member`, whose hash is `hash`, and its entry.
     #[inline]
-    fn slot_of(&self, hash: u64, member: &[u8]) -> Option<u32> {
+    fn slot_of(&self, hash: u64, member: &[u8]) -> Option<(u32, &Entry)> {
         let slots = &self.slots;
         let probe = Lookup::new(member);
-        self.table.find(hash, |s| {
-            slots.get(s as usize).is_some_and(|e| e.holds(&probe))
-        })
+        let mut found = None;
+        let slot = self.table.find(hash, |s| {
+            found = slots.get(s as usize).filter(|e| e.holds(&probe));
+            found.is_some()
+        })?;
+        found.map(|e| (slot, e))
     }
 
     /// The exact deadline of the entry at `slot`.
@@ -250,8 +253,8 @@ impl Store for Large {
 
     #[inline]
     fn find(&self, member: &[u8]) -> Option<(u32, u64)> {
-        let slot = self.slot_of(self.hasher.hash(member), member)?;
-        Some((slot, self.deadline(slot, self.entry(slot))))
+        let (slot, entry) = self.slot_of(self.hasher.hash(member), member)?;
+        Some((slot, self.deadline(slot, entry)))
     }
 
     fn find_or_place(&self, member: &[u8], deadline_ms: u64) -> Result<(u32, u64), u64> {
@@ -260,7 +263,7 @@ impl Store for Large {
         let hash = self.hasher.hash(member);
         self.by_deadline.prefetch_for(deadline_ms);
         match self.slot_of(hash, member) {
-            Some(s) => Ok((s, self.deadline(s, self.entry(s)))),
+            Some((s, entry)) => Ok((s, self.deadline(s, entry))),
             None => Err(hash),
         }
     }

@@ -99,10 +99,20 @@ fn low_bits(bits: u32) -> u32 {
 }
 
 /// Where the fields of a bucket lie, for one bucket count.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Layout {
     slot_bits: u32,
     dist_bits: u32,
+    /// The masks of the slot field and of the hash's tag, kept rather than
+    /// derived from the widths on every probe.
+    slot_mask: u32,
+    tag_mask: u32,
+}
+
+impl Default for Layout {
+    fn default() -> Layout {
+        Layout::new(0, 0)
+    }
 }
 
 impl Layout {
@@ -115,14 +125,17 @@ impl Layout {
     fn new(buckets: usize, slab_len: usize) -> Layout {
         let widest = buckets.max(slab_len);
         let slot_bits = (usize::BITS - widest.leading_zeros()).min(32);
+        let dist_bits = DIST_BITS.min(32 - slot_bits);
         Layout {
             slot_bits,
-            dist_bits: DIST_BITS.min(32 - slot_bits),
+            dist_bits,
+            slot_mask: low_bits(slot_bits),
+            tag_mask: !low_bits(slot_bits + dist_bits),
         }
     }
 
     fn slot_mask(self) -> u32 {
-        low_bits(self.slot_bits)
+        self.slot_mask
     }
 
     /// The largest distance stored; it also stands for any longer one.
@@ -131,7 +144,7 @@ impl Layout {
     }
 
     fn tag_mask(self) -> u32 {
-        !low_bits(self.slot_bits + self.dist_bits)
+        self.tag_mask
     }
 
     /// Whether `slot` fits the slot field (as `slot + 1`).
