@@ -36,8 +36,8 @@ pub const MAX_COMMANDS: usize = 48;
 /// not copy the arguments into a vector of retained strings (an allocation,
 /// and a retain and a release per argument, on every call): the command
 /// borrows the server's own argument strings as [`CmdArg`]s, which outlive
-/// the call. A panic that escapes `D::run` is caught and answered with an
-/// error.
+/// the call. A panic that escapes `D::run` or its reply is caught and
+/// answered with an error.
 extern "C" fn trampoline<D: Dispatch, const I: usize>(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -57,9 +57,14 @@ extern "C" fn trampoline<D: Dispatch, const I: usize>(
     }
     // SAFETY: the server's argument strings live for the whole call.
     let args = unsafe { key::args(ptrs) };
-    let reply = catch_unwind(AssertUnwindSafe(|| D::run(I, &context, args)))
-        .unwrap_or_else(|_| Err(redis_module::RedisError::Str(D::PANIC_REPLY)));
-    super::reply::result(&context, reply) as c_int
+    // The reply is written inside the guard, so the result is handed
+    // straight to it rather than moved out of the guard first.
+    catch_unwind(AssertUnwindSafe(|| {
+        super::reply::result(&context, D::run(I, &context, args))
+    }))
+    .unwrap_or_else(|_| {
+        super::reply::result(&context, Err(redis_module::RedisError::Str(D::PANIC_REPLY)))
+    }) as c_int
 }
 
 /// The callback of command `index` of `D`, `None` past [`MAX_COMMANDS`].
