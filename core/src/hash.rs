@@ -1,18 +1,19 @@
-//! The hash of a large set's members: SipHash-1-3, the keyed hash std's
-//! `HashMap` uses, under two 64-bit keys drawn at random for each set, so
-//! that no client can craft members that collide (the table's probes stay
-//! short whatever members arrive).
+//! The hash of a large set's members: SipHash-1-2, the keyed hash Redis's
+//! and Valkey's own dicts use (one round a word, two to finish; std's
+//! `HashMap` runs three to finish), under two 64-bit keys drawn at random
+//! for each set, so that no client can craft members that collide (the
+//! table's probes stay short whatever members arrive).
 //!
 //! std's `BuildHasher::hash_one(member)` streams the member's length and
-//! then its bytes through a buffered `Hasher`. This computes the same
-//! function family in one pass, reading the bytes in place 8 at a time, on
+//! then its bytes through a buffered `Hasher`. This computes the SipHash
+//! family in one pass, reading the bytes in place 8 at a time, on
 //! every lookup and insert of a large set (the instructions it saves are
 //! in `docs/design.md`, "Micro-optimisations kept and dropped").
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
-/// SipHash-1-3 under keys fixed at creation. Not `Debug`: the keys are
+/// SipHash-1-2 under keys fixed at creation. Not `Debug`: the keys are
 /// what keeps crafted collisions out, and must not reach a log.
 #[derive(Clone, Copy)]
 pub(super) struct MemberHasher {
@@ -37,7 +38,7 @@ impl MemberHasher {
     /// The hash of `bytes`. O(len).
     #[inline]
     pub fn hash(&self, bytes: &[u8]) -> u64 {
-        siphash::<1, 3>(self.k0, self.k1, bytes)
+        siphash::<1, 2>(self.k0, self.k1, bytes)
     }
 }
 
@@ -149,7 +150,7 @@ mod tests {
     #[allow(deprecated)]
     fn matches_std_siphash_at_every_length() {
         // std's SipHasher is SipHash-2-4. What the sets use is the same
-        // generic code with 1 and 3 rounds: the word reads, the tail and
+        // generic code with 1 and 2 rounds: the word reads, the tail and
         // the finalisation checked here are shared, only the round counts
         // differ.
         let (k0, k1) = (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210);

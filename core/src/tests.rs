@@ -713,8 +713,8 @@ fn scan_walks_a_bounded_number_of_vacant_slots_per_call() {
     assert_eq!(seen, want);
 }
 
-/// Member hashing is keyed per set with a PRF (std's SipHash-1-3 with
-/// random keys), as Redis keys its dicts: members crafted to collide under
+/// Member hashing is keyed per set with a PRF (SipHash-1-2 with random
+/// keys), as Redis keys its dicts: members crafted to collide under
 /// an unkeyed hash, here all 2,048 with the same low 12 bits of FNV-1a (one
 /// home bucket for all of them in a table indexed by those bits), still
 /// spread out, so lookups stay O(1) instead of walking one long run.
