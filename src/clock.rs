@@ -100,7 +100,7 @@ pub fn live_bound_ms() -> Option<u64> {
 /// ticks. A second is two orders of magnitude past that, and costs a set
 /// only that a read whose set has a member due within the second takes the
 /// exact clock (about 22 ns more).
-pub const COARSE_LAG_MS: u64 = 1000;
+const COARSE_LAG_MS: u64 = 1000;
 
 /// The bound from a coarse reading `coarse_ms`, or from `exact` when there
 /// is none.
