@@ -398,10 +398,15 @@ def bench_throughput(args):
     big, keys = (200_000, 20_000) if args.quick else (1_000_000, 100_000)
     scenarios = [("1 key x 1k", 1000, False), (f"1 key x {human(big)}", big, False),
                  (f"{human(keys)} keys x ~10", keys, True)]
-    srv, results = Server(), {}     # (group, scenario, pipe, name) -> [(ops, ratio, cpu)]
-    try:
-        sha = srv.ctl.call("SCRIPT", "LOAD", PUSH_LUA).decode()
-        for run in range(args.runs):
+    results = {}     # (group, scenario, pipe, name) -> [(ops, ratio, cpu)]
+    for run in range(args.runs):
+        # A fresh server for each run: what a server draws at start (the
+        # seed of its command table's hash, its memory layout) moves one
+        # command's ratio by a few hundredths from one start to the next,
+        # which the runs of one server would all share.
+        srv = Server()
+        try:
+            sha = srv.ctl.call("SCRIPT", "LOAD", PUSH_LUA).decode()
             for scen, r, many in scenarios:
                 t0 = time.time()
                 preload(srv, r, many)
@@ -415,8 +420,8 @@ def bench_throughput(args):
                 got = measure_rotated(srv, whole_set_reads(many), run, r, calls, pipe, clients)
                 for name, v in got.items():
                     results.setdefault(("whole-set", scen, pipe, name), []).append(v)
-    finally:
-        srv.stop()
+        finally:
+            srv.stop()
     out = [dict(group=g, scenario=s, pipeline=p, command=c, **summary(vals))
            for (g, s, p, c), vals in results.items()]
     for group, cmds in zip(("add", "membership"), commands(False, "")):
@@ -432,7 +437,8 @@ def bench_throughput(args):
         table(f"Throughput, {group}: kops/s (median of runs) and ratio to {names[0]} in the "
               "same run (median of per-run ratios)", ["members", "pipe"] + names, rows, notes=[
                   f"redis-benchmark -c 50 -r <members>, -n {n[16]:,} with -P 16 and {n[1]:,} "
-                  f"with -P 1; {args.runs} run(s), command order rotated per run.",
+                  f"with -P 1; {args.runs} run(s), each on a fresh server, command order "
+                  "rotated per run.",
                   f"{names[-1]}: {names[0]} measured once more in the same rotation; its ratio "
                   "is the resolution of the others (see the last table)."])
         rows = []

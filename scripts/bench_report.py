@@ -123,7 +123,9 @@ class Report:
         self.add("## Throughput", "",
                  "`redis-benchmark` ops/s as a ratio to `SADD` (adds) or `SISMEMBER` (membership) in",
                  "the same run; 50 clients, 16-byte members; `-P 16` pipelined and `-P 1`. Server CPU",
-                 "per operation as a multiple of the native baseline's, read from `/proc`.", "")
+                 "per operation as a multiple of the native baseline's, read from `/proc`. Each run",
+                 "starts a fresh server: what a server draws at start (its hash seeds, its memory",
+                 "layout) moves one command's ratio by a few hundredths from one start to the next.", "")
         for group, base in (("add", "SADD"), ("membership", "SISMEMBER")):
             g = [r for r in rows if r["group"] == group]
             if not g:
