@@ -110,8 +110,9 @@ struct Layout {
 }
 
 impl Default for Layout {
+    /// No field at all, as for a table with no buckets.
     fn default() -> Layout {
-        Layout::new(0, 0)
+        Layout::of_widths(0, 0)
     }
 }
 
@@ -125,7 +126,10 @@ impl Layout {
     fn new(buckets: usize, slab_len: usize) -> Layout {
         let widest = buckets.max(slab_len);
         let slot_bits = (usize::BITS - widest.leading_zeros()).min(32);
-        let dist_bits = DIST_BITS.min(32 - slot_bits);
+        Layout::of_widths(slot_bits, DIST_BITS.min(32 - slot_bits))
+    }
+
+    fn of_widths(slot_bits: u32, dist_bits: u32) -> Layout {
         Layout {
             slot_bits,
             dist_bits,
